@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
+)
+
+// dstarBin is the binary the end-to-end tests run, built once.
+var dstarBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dstar-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dstarBin = filepath.Join(dir, "dstar")
+	build := exec.Command("go", "build", "-o", dstarBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building dstar: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of dstar did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// dstar runs the binary with args, failing the test if it takes longer
+// than limit.
+func dstar(t *testing.T, limit time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, dstarBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("dstar %q did not finish in %v\nstdout:\n%s\nstderr:\n%s", args, limit, out.String(), errb.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("dstar %q: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func TestHelloWorld(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", `BEGIN { printf("hello, world\n"); exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr: %s", r.code, r.stderr)
+	}
+	want := "CPU     ID                    FUNCTION:NAME\n"
+	if !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("no DTrace header; stdout:\n%s", r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^ +\d+ +1 +:BEGIN hello, world$`).MatchString(r.stdout) {
+		t.Errorf("no BEGIN line; stdout:\n%s", r.stdout)
+	}
+	if r.stderr != "dstar: description 'BEGIN { printf(\"hello, world\\n\"); exit(0); }' matched 1 probe\n" {
+		t.Errorf("stderr: %q", r.stderr)
+	}
+}
+
+func TestQuietAndExitStatus(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-n", `BEGIN { printf("%d %s|%5d|%-4x|\n", 1 + 2 * 3, "s", -3, 255); exit(3); }`)
+	if r.stdout != "7 s|   -3|ff  |\n\n" || r.code != 3 || r.stderr != "" {
+		t.Errorf("got %q, %q, exit %d", r.stdout, r.stderr, r.code)
+	}
+}
+
+func TestTickCount(t *testing.T) {
+	bpftest.Require(t)
+	// tick-100hz fires ten times a second: by the time tick-1s fires, ten
+	// ticks (give or take one at the edges) have fired.
+	r := dstar(t, 20*time.Second, "-q", "-n", `tick-100hz { n++; } tick-1s { printf("%d\n", n); exit(0); }`)
+	n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if err != nil || n < 95 || n > 105 || r.code != 0 {
+		t.Errorf("tick-100hz fired %q times in a second (exit %d, stderr %s)", r.stdout, r.code, r.stderr)
+	}
+}
+
+func TestSyscallTargetCount(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	// The child opens five files the test names, then exits.
+	for i := 0; i < 5; i++ {
+		os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644)
+	}
+	cmd := fmt.Sprintf("cat %s/0 %s/1 %s/2 %s/3 %s/4", dir, dir, dir, dir, dir)
+	r := dstar(t, 20*time.Second, "-q", "-c", cmd, "-n",
+		`syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for i := 0; i < 5; i++ {
+		re := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(filepath.Join(dir, fmt.Sprint(i))) + ` +1$`)
+		if !re.MatchString(r.stdout) {
+			t.Errorf("open of %d not counted once; stdout:\n%s", i, r.stdout)
+		}
+	}
+}
+
+func TestSdtExec(t *testing.T) {
+	bpftest.Require(t)
+	cmd := exec.Command(dstarBin, "-q", "-n", `sdt:sched::sched_process_exec /args->filename == "/bin/true" || args->filename == "/usr/bin/true"/ { printf("exec %s\n", args->filename); exit(0); }`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Exec /bin/true until dstar sees it: dstar attaches at its own pace.
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("dstar: %v\n%s", err, errb.String())
+			}
+			if !strings.HasPrefix(out.String(), "exec /") || !strings.Contains(out.String(), "/true\n") {
+				t.Errorf("stdout: %q", out.String())
+			}
+			return
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("no exec seen; stderr: %s", errb.String())
+		case <-time.After(50 * time.Millisecond):
+			exec.Command("/bin/true").Run()
+		}
+	}
+}
+
+func TestCountByExecname(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null", "-n",
+		`syscall::openat:entry /pid == $target/ { @[execname] = count(); }`)
+	if !regexp.MustCompile(`(?m)^  cat +\d+$`).MatchString(r.stdout) {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+func TestListSyscall(t *testing.T) {
+	r := dstar(t, 20*time.Second, "-l", "-n", "syscall::read:entry")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "   ID   PROVIDER            MODULE                          FUNCTION NAME" {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	if !regexp.MustCompile(`^ *\d+ +syscall +vmlinux +read entry$`).MatchString(lines[1]) {
+		t.Errorf("line: %q", lines[1])
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "x.d")
+	os.WriteFile(script, []byte("BEGIN\n{\n\tprintf(\"x\" }\n"), 0o644)
+	r := dstar(t, 20*time.Second, "-s", script)
+	first := strings.SplitN(r.stderr, "\n", 2)[0]
+	want := fmt.Sprintf(`dstar: failed to compile script %s: line 3: syntax error near "}"`, script)
+	if r.code != 1 || first != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant first line:\n%s", r.code, r.stderr, want)
+	}
+	if !strings.Contains(r.stderr, script+":3:13:") || !strings.Contains(r.stderr, "^") {
+		t.Errorf("no position and caret:\n%s", r.stderr)
+	}
+}
+
+func TestNoMatch(t *testing.T) {
+	r := dstar(t, 20*time.Second, "-n", "syscall::nosuch:entry")
+	want := "dstar: invalid probe specifier syscall::nosuch:entry: probe description syscall::nosuch:entry does not match any probes\n"
+	if r.code != 1 || r.stderr != want {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	r := dstar(t, 20*time.Second, "-K")
+	if r.code != 2 || !strings.Contains(r.stderr, "Usage: dstar") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestSigintPrintsAggregations(t *testing.T) {
+	bpftest.Require(t)
+	cmd := exec.Command(dstarBin, "-n", `tick-10ms { @ticks = count(); @[probename] = sum(2); } tick-10ms /++n == 5/ { printf("ready"); } END { printf("end"); }`)
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "ready")
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar exited with %v\n%s", err, errb.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, ":END end") {
+		t.Errorf("END did not fire:\n%s", s)
+	}
+	if !regexp.MustCompile(`(?m)^  tick-10ms +\d+$`).MatchString(s) || !regexp.MustCompile(`(?m)^ +\d+$`).MatchString(s) {
+		t.Errorf("aggregations not printed:\n%s", s)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls buf until it contains s.
+func waitFor(t *testing.T, buf *syncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(buf.String(), s) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %q in %q", s, buf.String())
+}

@@ -1,0 +1,179 @@
+// Command dstar is a DTrace-compatible tracer for Linux: it compiles D
+// programs to BPF, attaches them to the kernel's probes and prints what
+// they record. Its command line is dtrace(1)'s.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// version is what -V prints.
+const version = "dstar 0.1 (D language, DTrace-compatible)"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// progName is the name messages carry: the name dstar was invoked as, so
+// that a link named dtrace speaks as dtrace.
+func progName(arg0 string) string {
+	name := filepath.Base(arg0)
+	if name == "" || name == "." || strings.HasPrefix(name, "__debug") || strings.HasSuffix(name, ".test") {
+		return "dstar"
+	}
+	return name
+}
+
+// source is one D program given on the command line.
+type source struct {
+	kind byte   // 'n', 'P', 'm', 'f' (a probe description), or 's' (a file)
+	text string // the argument as given
+}
+
+// config is the parsed command line.
+type config struct {
+	prog    string
+	sources []source
+	list    bool
+	quiet   bool
+	check   bool // -e
+	zero    bool // -Z
+	destr   bool // -w
+	verbose bool
+	xopts   [][2]string
+	output  string
+	cmds    []string
+	pids    []int
+	macros  []string
+}
+
+// exit statuses, as dtrace(1)'s.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError is bad command-line usage: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func parseArgs(args []string) (*config, error) {
+	c := &config{prog: progName(args[0])}
+	opts, rest, err := getopt(args[1:], "c:eh?lm:n:o:p:qs:vVwx:ZP:f:CD:U:I:")
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	for _, o := range opts {
+		switch o.name {
+		case 'n', 'P', 'm', 'f', 's':
+			c.sources = append(c.sources, source{o.name, o.arg})
+		case 'c':
+			c.cmds = append(c.cmds, o.arg)
+		case 'p':
+			pid, err := strconv.Atoi(o.arg)
+			if err != nil || pid <= 0 {
+				return nil, fmt.Errorf("invalid process ID: %s", o.arg)
+			}
+			c.pids = append(c.pids, pid)
+		case 'e':
+			c.check = true
+		case 'l':
+			c.list = true
+		case 'q':
+			c.quiet = true
+		case 'o':
+			c.output = o.arg
+		case 'v':
+			c.verbose = true
+		case 'w':
+			c.destr = true
+		case 'Z':
+			c.zero = true
+		case 'x':
+			name, val, _ := strings.Cut(o.arg, "=")
+			c.xopts = append(c.xopts, [2]string{name, val})
+		case 'V':
+			return c, errVersion
+		case 'h', '?':
+			return c, errHelp
+		case 'C', 'D', 'U', 'I':
+			return nil, fmt.Errorf("-%c: the C preprocessor is not supported yet", o.name)
+		}
+	}
+	c.macros = rest
+	return c, nil
+}
+
+var (
+	errVersion = errors.New("version")
+	errHelp    = errors.New("help")
+)
+
+func usage(w io.Writer, prog string) {
+	fmt.Fprintf(w, `Usage: %s [-elqvVwZ] [-c cmd] [-o output] [-p pid] [-s script]
+	[-x opt[=val]]
+
+	[-P provider [[ predicate ] action ]]
+	[-m [ provider: ] module [[ predicate ] action ]]
+	[-f [[ provider: ] module: ] func [[ predicate ] action ]]
+	[-n [[[ provider: ] module: ] func: ] name [[ predicate ] action ]]
+	[ args ... ]
+
+	predicate -> '/' D-expression '/'
+	   action -> '{' D-statements '}'
+
+	-c  run specified command and exit upon its completion
+	-e  exit after compiling request but prior to enabling probes
+	-f  enable or list probes matching the specified function name
+	-h  print this help and exit
+	-l  list probes matching specified criteria
+	-m  enable or list probes matching the specified module name
+	-n  enable or list probes matching the specified probe name
+	-o  set output file
+	-p  grab specified process-ID and cache its symbol tables
+	-P  enable or list probes matching the specified provider name
+	-q  set quiet mode (only output explicitly traced data)
+	-s  enable or list probes according to the specified D script
+	-v  set verbose mode (report stability attributes, arguments)
+	-V  report DTrace API version
+	-w  permit destructive actions
+	-x  enable or modify compiler and tracing options
+	-Z  permit probe descriptions that match zero probes
+`, prog)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	c, err := parseArgs(args)
+	prog := progName(args[0])
+	switch {
+	case err == errVersion:
+		fmt.Fprintf(stdout, "%s: %s\n", prog, version)
+		return exitOK
+	case err == errHelp:
+		usage(stdout, prog)
+		return exitOK
+	case err != nil:
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			usage(stderr, prog)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return exitError
+	}
+	if len(c.sources) == 0 && !c.list {
+		usage(stderr, prog)
+		return exitUsage
+	}
+	t := &tracer{cfg: c, stdout: stdout, stderr: stderr}
+	return t.run()
+}

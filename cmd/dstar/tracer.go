@@ -1,0 +1,470 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dstar-trace/dstar/dcompiler"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	dsource "github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/engine"
+	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// tracer runs one dtrace(1)-style invocation.
+type tracer struct {
+	cfg            *config
+	stdout, stderr io.Writer
+	files          []*dsource.File
+	kinds          []source
+	reg            *providers.Registry
+	opts           map[string]string
+}
+
+func (t *tracer) errorf(format string, args ...any) {
+	fmt.Fprintf(t.stderr, "%s: %s\n", t.cfg.prog, fmt.Sprintf(format, args...))
+}
+
+// descText turns -P/-m/-f/-n arguments into D clause text.
+func descText(s source) string {
+	desc, rest := s.text, ""
+	if i := strings.IndexAny(s.text, " \t\n/{"); i >= 0 {
+		desc, rest = s.text[:i], s.text[i:]
+	}
+	switch s.kind {
+	case 'P':
+		desc += ":::"
+	case 'm':
+		desc += "::"
+	case 'f':
+		desc += ":"
+	}
+	return desc + rest
+}
+
+// readSources reads -s files and turns descriptions into D text.
+func (t *tracer) readSources() error {
+	for _, s := range t.cfg.sources {
+		if s.kind == 's' {
+			b, err := os.ReadFile(s.text)
+			if err != nil {
+				var pe *os.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				return fmt.Errorf("failed to open %s: %s", s.text, capitalize(err.Error()))
+			}
+			t.files = append(t.files, dsource.NewFile(s.text, stripShebang(string(b))))
+		} else {
+			t.files = append(t.files, dsource.NewFile("", descText(s)))
+		}
+		t.kinds = append(t.kinds, s)
+	}
+	return nil
+}
+
+// stripShebang blanks a "#!" first line, keeping line numbers.
+func stripShebang(s string) string {
+	if strings.HasPrefix(s, "#!") {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			return s[i:]
+		}
+		return ""
+	}
+	return s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func (t *tracer) run() int {
+	if err := t.readSources(); err != nil {
+		t.errorf("%v", err)
+		return exitError
+	}
+	t.reg = providers.Default()
+	if t.cfg.list {
+		return t.list()
+	}
+	t.opts = map[string]string{}
+	for _, x := range t.cfg.xopts {
+		t.opts[x[0]] = x[1]
+	}
+	if err := checkOptions(t.opts); err != nil {
+		t.errorf("%v", err)
+		return exitUsage
+	}
+
+	// Targets first: $target must be known when compiling.
+	var kids []*child
+	var targetExits []<-chan struct{}
+	target := 0
+	for _, cmdline := range t.cfg.cmds {
+		k, err := startHeld(cmdline)
+		if err != nil {
+			for _, k := range kids {
+				k.kill()
+			}
+			t.errorf("%v", err)
+			return exitError
+		}
+		kids = append(kids, k)
+		targetExits = append(targetExits, k.exited)
+		if target == 0 {
+			target = k.cmd.Process.Pid
+		}
+	}
+	killKids := func() {
+		for _, k := range kids {
+			k.kill()
+		}
+	}
+	for _, pid := range t.cfg.pids {
+		ch, err := watchPid(pid)
+		if err != nil {
+			killKids()
+			t.errorf("%v", err)
+			return exitError
+		}
+		targetExits = append(targetExits, ch)
+		if target == 0 {
+			target = pid
+		}
+	}
+
+	prog, err := t.compile(target)
+	if err != nil {
+		killKids()
+		t.compileError(err)
+		return exitError
+	}
+	for k, v := range prog.Info.Options {
+		if _, set := t.opts[k]; !set {
+			t.opts[k] = v
+		}
+	}
+	if err := checkOptions(t.opts); err != nil {
+		killKids()
+		t.errorf("%v", err)
+		return exitError
+	}
+	quiet := t.cfg.quiet || isSet(t.opts, "quiet")
+	if !quiet {
+		for i, f := range t.files {
+			n := prog.MatchedIn(f)
+			what := "probes"
+			if n == 1 {
+				what = "probe"
+			}
+			if t.kinds[i].kind == 's' {
+				t.errorf("script '%s' matched %d %s", f.Name, n, what)
+			} else {
+				t.errorf("description '%s' matched %d %s", t.kinds[i].text, n, what)
+			}
+		}
+	}
+	if t.cfg.check {
+		killKids()
+		return exitOK
+	}
+
+	out := t.stdout
+	if t.cfg.output != "" {
+		f, err := os.OpenFile(t.cfg.output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			killKids()
+			t.errorf("failed to open output file '%s': %v", t.cfg.output, err)
+			return exitError
+		}
+		defer f.Close()
+		out = f
+	}
+	bw := newFlushWriter(out)
+	defer bw.Close()
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	sess := engine.NewSession(engine.Options{
+		Quiet: quiet, Out: bw, Err: t.stderr, Prog: t.cfg.prog,
+		SwitchRate: switchRate(t.opts),
+	})
+	en, err := sess.Enable(prog, t.reg)
+	if err != nil {
+		killKids()
+		t.errorf("could not enable tracing: %v", err)
+		return exitError
+	}
+	for _, k := range kids {
+		k.release()
+	}
+
+	exited := mergeDone(targetExits)
+	select {
+	case <-sess.Done():
+	case <-sigs:
+		// A second interrupt leaves at once; the kernel releases every
+		// object with the process's file descriptors.
+		go func() {
+			<-sigs
+			bw.Close()
+			os.Exit(exitError)
+		}()
+	case <-exited:
+		for _, k := range kids {
+			if k.cmd.ProcessState != nil && !quiet {
+				t.errorf("pid %d has exited", k.cmd.Process.Pid)
+			}
+		}
+	}
+	if err := en.Disable(); err != nil {
+		t.errorf("%v", err)
+	}
+	t.printAggregations(sess, en, bw)
+	bw.Close()
+	status := sess.Status()
+	sess.Close()
+	for _, k := range kids {
+		k.cmd.Process.Kill()
+	}
+	return status
+}
+
+// compile compiles every -n/-s program as one.
+func (t *tracer) compile(target int) (*dcompiler.Program, error) {
+	macros := append([]string{t.scriptName()}, t.cfg.macros...)
+	strsize, _ := parseSize(t.opts["strsize"], 256)
+	bufsize, _ := parseSize(t.opts["bufsize"], 4<<20)
+	aggsize, _ := parseSize(t.opts["aggsize"], 4<<20)
+	return dcompiler.Compile(t.files, dcompiler.Options{
+		Providers: t.reg, Macros: macros, Target: target,
+		StrSize: int(strsize), BufSize: ringSize(int(bufsize)), AggSize: int(aggsize),
+		AllowZero: t.cfg.zero || isSet(t.opts, "zdefs"), Destructive: t.cfg.destr || isSet(t.opts, "destructive"),
+		DefaultArgs: isSet(t.opts, "defaultargs"),
+	})
+}
+
+// scriptName is $0: the first script's name, else the program name.
+func (t *tracer) scriptName() string {
+	for _, s := range t.cfg.sources {
+		if s.kind == 's' {
+			return s.text
+		}
+	}
+	return t.cfg.prog
+}
+
+// compileError reports a compile error in dtrace(1)'s words, then where in
+// the source it is.
+func (t *tracer) compileError(err error) {
+	var se *dsource.Error
+	if !errors.As(err, &se) {
+		t.errorf("failed to compile: %v", err)
+		return
+	}
+	var nm *check.NoMatchError
+	isNoMatch := errors.As(err, &nm)
+	if se.File != nil && se.File.Name == "" {
+		// A -n description: dtrace names the specifier, not a line.
+		spec := t.specifierOf(se.File)
+		t.errorf("invalid probe specifier %s: %s", spec, se.Msg)
+	} else if se.File != nil {
+		t.errorf("failed to compile script %s: %s", se.File.Name, se.Error())
+	} else {
+		t.errorf("failed to compile: %s", se.Msg)
+	}
+	if ex := se.Excerpt(); ex != "" && !isNoMatch {
+		fmt.Fprintln(t.stderr, ex)
+	}
+}
+
+func (t *tracer) specifierOf(f *dsource.File) string {
+	for i, g := range t.files {
+		if g == f {
+			return t.kinds[i].text
+		}
+	}
+	return f.Text
+}
+
+// list prints the probes the descriptions match, or all, as dtrace -l.
+func (t *tracer) list() int {
+	var descs []providers.Desc
+	for i, s := range t.cfg.sources {
+		if s.kind == 's' {
+			// A script lists what its clauses match.
+			prog, err := t.compile(0)
+			if err != nil {
+				t.compileError(err)
+				return exitError
+			}
+			_ = i
+			t.printList(prog.Probes())
+			return exitOK
+		}
+		text := descText(s)
+		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
+			text = text[:j]
+		}
+		d, err := providers.ParseDesc(text)
+		if err != nil {
+			t.errorf("invalid probe specifier %s: %v", s.text, err)
+			return exitError
+		}
+		descs = append(descs, d)
+	}
+	if len(descs) == 0 {
+		descs = append(descs, providers.Desc{})
+	}
+	var all []*providers.Probe
+	seen := map[int]bool{}
+	for i, d := range descs {
+		probes, err := t.reg.List(d)
+		if err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
+		if len(probes) == 0 && !t.cfg.zero {
+			t.errorf("invalid probe specifier %s: probe description %s does not match any probes", t.cfg.sources[i].text, d)
+			return exitError
+		}
+		for _, p := range probes {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				all = append(all, p)
+			}
+		}
+	}
+	t.printList(all)
+	return exitOK
+}
+
+func (t *tracer) printList(probes []*providers.Probe) {
+	w := newFlushWriter(t.stdout)
+	defer w.Close()
+	io.WriteString(w, output.ListHeader())
+	for _, p := range probes {
+		io.WriteString(w, output.ListLine(p.ID, p.Provider, p.Module, p.Function, p.Name))
+	}
+}
+
+// printAggregations prints, at exit, every aggregation not yet printed.
+func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w io.Writer) {
+	if err := en.PrintAggregations(w); err != nil {
+		t.errorf("%v", err)
+	}
+}
+
+func mergeDone(chs []<-chan struct{}) <-chan struct{} {
+	if len(chs) == 0 {
+		return nil
+	}
+	out := make(chan struct{})
+	for _, ch := range chs {
+		go func() {
+			<-ch
+			select {
+			case <-out:
+			default:
+				defer func() { recover() }()
+				close(out)
+			}
+		}()
+	}
+	return out
+}
+
+func isSet(opts map[string]string, name string) bool {
+	v, ok := opts[name]
+	return ok && v != "0" && v != "false"
+}
+
+// parseSize parses a size option: bytes, or with a k, m, g suffix.
+func parseSize(s string, def int64) (int64, error) {
+	if s == "" {
+		return def, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	}
+	if mult != 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mult, nil
+}
+
+// ringSize rounds a buffer size to the power of two a ring buffer needs.
+func ringSize(n int) int {
+	size := 4096
+	for size < n {
+		size <<= 1
+	}
+	return size
+}
+
+// switchRate parses -x switchrate: a rate (10hz) or a period (100ms).
+func switchRate(opts map[string]string) time.Duration {
+	s := opts["switchrate"]
+	if s == "" {
+		return 0
+	}
+	if strings.HasSuffix(s, "hz") {
+		n, err := strconv.Atoi(strings.TrimSuffix(s, "hz"))
+		if err == nil && n > 0 {
+			return time.Second / time.Duration(n)
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d
+	}
+	if n, err := strconv.Atoi(s); err == nil && n > 0 {
+		return time.Second / time.Duration(n)
+	}
+	return 0
+}
+
+// knownOptions are the -x options this version understands.
+var knownOptions = map[string]bool{
+	"quiet": true, "bufsize": true, "strsize": true, "aggsize": true,
+	"switchrate": true, "aggrate": true, "defaultargs": true, "destructive": true,
+	"zdefs": true, "nspec": true, "specsize": true, "dynvarsize": true,
+	"bufpolicy": true, "bufresize": true, "cpu": true, "statusrate": true,
+}
+
+func checkOptions(opts map[string]string) error {
+	for name, val := range opts {
+		if !knownOptions[name] {
+			return fmt.Errorf("failed to set option -x %s: Invalid option name", name)
+		}
+		switch name {
+		case "bufsize", "strsize", "aggsize", "dynvarsize", "specsize":
+			if _, err := parseSize(val, 1); err != nil {
+				return fmt.Errorf("failed to set option -x %s: Invalid value for specified option", name)
+			}
+		}
+	}
+	return nil
+}

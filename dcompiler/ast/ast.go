@@ -1,0 +1,194 @@
+// Package ast defines the syntax tree of a D program.
+//
+// A Program is a list of clauses (and pragmas); a Clause is one or more probe
+// descriptions, an optional predicate and a list of statements. Expressions
+// are C's, plus D's aggregations (@name[keys]), macro variables ($1) and the
+// self-> and this-> variable scopes. Every node records where it starts.
+package ast
+
+import "github.com/dstar-trace/dstar/dcompiler/source"
+
+// Program is one or more parsed D source files: dtrace(1) compiles all its
+// -n and -s programs together so that they share variables and
+// aggregations.
+type Program struct {
+	Files   []*source.File
+	Clauses []*Clause
+	Pragmas []*Pragma
+}
+
+// Pragma is a "#pragma D option name=value" line.
+type Pragma struct {
+	File *source.File
+	Pos  source.Pos
+	Text string // what follows "#pragma"
+}
+
+// ProbeDesc is one probe description as written.
+type ProbeDesc struct {
+	Pos  source.Pos
+	Text string
+}
+
+// Clause is "descs /pred/ { body }".
+type Clause struct {
+	File  *source.File
+	Pos   source.Pos
+	Descs []*ProbeDesc
+	Pred  Expr // nil when absent
+	Body  []Stmt
+}
+
+// Stmt is a statement in an action list.
+type Stmt interface{ stmtNode() }
+
+// ExprStmt is an expression evaluated for its effect (calls, assignments).
+type ExprStmt struct{ X Expr }
+
+// IfStmt is "if (cond) then else els".
+type IfStmt struct {
+	Pos  source.Pos
+	Cond Expr
+	Then []Stmt
+	Else []Stmt
+}
+
+func (*ExprStmt) stmtNode() {}
+func (*IfStmt) stmtNode()   {}
+
+// Expr is an expression.
+type Expr interface{ Start() source.Pos }
+
+// IntLit is an integer or character constant.
+type IntLit struct {
+	Pos    source.Pos
+	Val    uint64
+	Suffix string // "", "u", "l", "ul", "ll", "ull", or "char"
+	Text   string
+}
+
+// StrLit is a string literal (decoded).
+type StrLit struct {
+	Pos source.Pos
+	Val string
+}
+
+// Ident is a name: a variable, builtin, or function name.
+type Ident struct {
+	Pos  source.Pos
+	Name string
+}
+
+// MacroVar is $1, $target, $$1 (Name without the leading '$').
+type MacroVar struct {
+	Pos  source.Pos
+	Name string
+}
+
+// AggVar is @name (Name without '@'; "" for the anonymous @).
+type AggVar struct {
+	Pos  source.Pos
+	Name string
+}
+
+// Unary is a prefix operator: - + ! ~ * & ++ -- sizeof.
+type Unary struct {
+	Pos source.Pos
+	Op  string
+	X   Expr
+}
+
+// Postfix is x++ or x--.
+type Postfix struct {
+	Pos source.Pos // of the operator
+	Op  string
+	X   Expr
+}
+
+// Binary is x op y, including && || ^^ and the comma operator.
+type Binary struct {
+	Pos source.Pos // of the operator
+	Op  string
+	X   Expr
+	Y   Expr
+}
+
+// Assign is lhs op rhs where op is = or a compound assignment.
+type Assign struct {
+	Pos source.Pos // of the operator
+	Op  string
+	LHS Expr
+	RHS Expr
+}
+
+// Cond is c ? t : f.
+type Cond struct {
+	Pos     source.Pos
+	C, T, F Expr
+}
+
+// Call is fn(args).
+type Call struct {
+	Pos  source.Pos
+	Fn   string
+	Args []Expr
+}
+
+// Index is x[keys]: an associative array, an aggregation, args[n], or a
+// C array or pointer subscript.
+type Index struct {
+	Pos  source.Pos // of '['
+	X    Expr
+	Keys []Expr
+}
+
+// Member is x.name or x->name (also self->name and this->name).
+type Member struct {
+	Pos   source.Pos // of the operator
+	X     Expr
+	Name  string
+	Arrow bool
+}
+
+// TypeName is a C type as written in a cast or sizeof.
+type TypeName struct {
+	Pos  source.Pos
+	Name string // base type words, e.g. "unsigned long", "struct foo", "string"
+	Ptr  int    // number of '*'
+}
+
+// Cast is (type)x.
+type Cast struct {
+	Pos  source.Pos
+	Type *TypeName
+	X    Expr
+}
+
+// SizeofType is sizeof(type).
+type SizeofType struct {
+	Pos  source.Pos
+	Type *TypeName
+}
+
+// Paren is (x), kept so errors and printing can see it.
+type Paren struct {
+	Pos source.Pos
+	X   Expr
+}
+
+func (e *IntLit) Start() source.Pos     { return e.Pos }
+func (e *StrLit) Start() source.Pos     { return e.Pos }
+func (e *Ident) Start() source.Pos      { return e.Pos }
+func (e *MacroVar) Start() source.Pos   { return e.Pos }
+func (e *AggVar) Start() source.Pos     { return e.Pos }
+func (e *Unary) Start() source.Pos      { return e.Pos }
+func (e *Postfix) Start() source.Pos    { return e.X.Start() }
+func (e *Binary) Start() source.Pos     { return e.X.Start() }
+func (e *Assign) Start() source.Pos     { return e.LHS.Start() }
+func (e *Cond) Start() source.Pos       { return e.C.Start() }
+func (e *Call) Start() source.Pos       { return e.Pos }
+func (e *Index) Start() source.Pos      { return e.X.Start() }
+func (e *Member) Start() source.Pos     { return e.X.Start() }
+func (e *Cast) Start() source.Pos       { return e.Pos }
+func (e *SizeofType) Start() source.Pos { return e.Pos }
+func (e *Paren) Start() source.Pos      { return e.Pos }

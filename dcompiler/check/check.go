@@ -1,0 +1,430 @@
+// Package check is the D compiler's semantic pass. It matches each clause's
+// probe descriptions against the providers, gathers the program's variables
+// and aggregations with their types, types every expression, and rejects
+// what DTrace rejects, with DTrace's messages.
+package check
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Matcher finds the probes of a description (a providers.Registry).
+type Matcher interface {
+	Match(d providers.Desc) ([]*providers.Probe, error)
+}
+
+// Options are the inputs of checking that do not come from the source.
+type Options struct {
+	Probes      Matcher
+	Macros      []string // $0, $1, ...: $0 is the script name
+	Target      int      // $target, 0 when there is none
+	StrSize     int      // bytes in a string, including its NUL
+	AllowZero   bool     // -Z: descriptions may match no probes
+	Destructive bool     // -w
+	DefaultArgs bool     // -x defaultargs: missing $N are 0 / ""
+}
+
+// Info is what checking learns about a program.
+type Info struct {
+	Prog    *ast.Program
+	Opts    Options
+	Clauses []*Clause
+	// Probes lists every matched probe once, in order of first match.
+	Probes []*providers.Probe
+	// ClausesOf lists, per probe ID, the clauses that fire on it, in
+	// program order.
+	ClausesOf map[int][]*Clause
+	Globals   []*Var
+	Aggs      []*Agg
+	Options   map[string]string // from #pragma D option
+
+	file *source.File // of the clause being checked, for errors
+
+	globals map[string]*Var
+	aggs    map[string]*Agg
+}
+
+// Clause is a clause with its matched probes.
+type Clause struct {
+	*ast.Clause
+	Index  int
+	Probes []*providers.Probe
+}
+
+// Var is a global variable.
+type Var struct {
+	Name string
+	Type *types.Type
+	Pos  source.Pos
+}
+
+// AggFunc is an aggregating function.
+type AggFunc string
+
+// Agg is an aggregation: its function and the types of its keys.
+type Agg struct {
+	Name  string // "" for @
+	ID    int    // order of first use, from 0
+	Func  AggFunc
+	Keys  []*types.Type
+	Pos   source.Pos
+	Calls []*ast.Call // every call that feeds it
+}
+
+// aggFuncs lists the aggregating functions and how many arguments they take.
+var aggFuncs = map[string][2]int{"count": {0, 0}, "sum": {1, 1}}
+
+// Check checks prog.
+func Check(prog *ast.Program, opts Options) (*Info, error) {
+	if opts.StrSize == 0 {
+		opts.StrSize = 256
+	}
+	in := &Info{
+		Prog: prog, Opts: opts,
+		ClausesOf: map[int][]*Clause{},
+		Options:   map[string]string{},
+		globals:   map[string]*Var{},
+		aggs:      map[string]*Agg{},
+	}
+	for _, pr := range prog.Pragmas {
+		in.file = pr.File
+		if err := in.pragma(pr); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[int]bool{}
+	for i, c := range prog.Clauses {
+		cl := &Clause{Clause: c, Index: i}
+		in.file = c.File
+		for _, d := range c.Descs {
+			probes, err := in.match(d)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range probes {
+				if !containsProbe(cl.Probes, p) {
+					cl.Probes = append(cl.Probes, p)
+				}
+			}
+		}
+		in.Clauses = append(in.Clauses, cl)
+		for _, p := range cl.Probes {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				in.Probes = append(in.Probes, p)
+			}
+			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+		}
+	}
+	for _, cl := range in.Clauses {
+		in.file = cl.File
+		if err := in.clause(cl); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+func containsProbe(list []*providers.Probe, p *providers.Probe) bool {
+	for _, q := range list {
+		if q.ID == p.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func (in *Info) errorf(p source.Pos, tag, format string, args ...any) error {
+	return source.Errorf(in.file, p, tag, format, args...)
+}
+
+// pragma handles "#pragma D option name[=value]"; other pragmas DTrace
+// ignores are ignored.
+func (in *Info) pragma(p *ast.Pragma) error {
+	f := strings.Fields(p.Text)
+	if len(f) == 0 || f[0] != "D" {
+		return nil
+	}
+	if len(f) < 2 {
+		return in.errorf(p.Pos, "D_PRAGMA_MALFORM", "malformed #pragma D directive")
+	}
+	switch f[1] {
+	case "option":
+		if len(f) != 3 {
+			return in.errorf(p.Pos, "D_PRAGMA_MALFORM", "malformed #pragma D option")
+		}
+		name, val, _ := strings.Cut(f[2], "=")
+		in.Options[name] = val
+	case "attributes", "binding", "depends_on":
+	default:
+		return in.errorf(p.Pos, "D_PRAGMA_INVAL", "invalid control directive: #pragma D %s", f[1])
+	}
+	return nil
+}
+
+// match expands macros in a description and finds its probes.
+func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
+	text := d.Text
+	if strings.Contains(text, "$target") {
+		text = strings.ReplaceAll(text, "$target", strconv.Itoa(in.Opts.Target))
+	}
+	desc, err := providers.ParseDesc(text)
+	if err != nil {
+		return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
+	}
+	var probes []*providers.Probe
+	if in.Opts.Probes != nil {
+		probes, err = in.Opts.Probes.Match(desc)
+		if err != nil {
+			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "probe description %s: %v", desc, err)
+		}
+	}
+	if len(probes) == 0 && !in.Opts.AllowZero {
+		return nil, &NoMatchError{Desc: desc.String(), Err: in.errorf(d.Pos, "D_PDESC_ZERO", "probe description %s does not match any probes", desc)}
+	}
+	return probes, nil
+}
+
+// NoMatchError is a description that matched nothing; dtrace(1) reports it
+// as an invalid probe specifier.
+type NoMatchError struct {
+	Desc string
+	Err  error
+}
+
+func (e *NoMatchError) Error() string { return e.Err.Error() }
+func (e *NoMatchError) Unwrap() error { return e.Err }
+
+// clause checks a clause's predicate and statements against its first probe
+// (every probe of a clause shares the clause's variables and aggregations).
+func (in *Info) clause(cl *Clause) error {
+	var pr *providers.Probe
+	if len(cl.Probes) > 0 {
+		pr = cl.Probes[0]
+	}
+	for _, p := range cl.Probes {
+		env := &Env{Probe: p}
+		if cl.Pred != nil {
+			t, err := in.TypeOf(cl.Pred, env)
+			if err != nil {
+				return err
+			}
+			if t.Kind == types.Void {
+				return in.errorf(cl.Pred.Start(), "D_PRED_SCALAR", "predicate result must be of scalar type")
+			}
+		}
+		if err := in.stmts(cl.Body, env); err != nil {
+			return err
+		}
+		if p != pr {
+			continue
+		}
+	}
+	if pr == nil {
+		// A clause matching nothing under -Z is still checked for errors.
+		if cl.Pred != nil {
+			if _, err := in.TypeOf(cl.Pred, &Env{}); err != nil {
+				return err
+			}
+		}
+		return in.stmts(cl.Body, &Env{})
+	}
+	return nil
+}
+
+func (in *Info) stmts(list []ast.Stmt, env *Env) error {
+	for _, s := range list {
+		switch s := s.(type) {
+		case *ast.ExprStmt:
+			if _, err := in.TypeOf(s.X, env); err != nil {
+				return err
+			}
+		case *ast.IfStmt:
+			if _, err := in.TypeOf(s.Cond, env); err != nil {
+				return err
+			}
+			if err := in.stmts(s.Then, env); err != nil {
+				return err
+			}
+			if err := in.stmts(s.Else, env); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Env is where an expression is typed: the probe it fires on.
+type Env struct {
+	Probe *providers.Probe
+}
+
+// Global returns the global variable name, or nil.
+func (in *Info) Global(name string) *Var { return in.globals[name] }
+
+// Agg returns the aggregation name, or nil.
+func (in *Info) Agg(name string) *Agg { return in.aggs[name] }
+
+// Builtin describes a built-in variable.
+type Builtin struct {
+	Type *types.Type
+}
+
+// Builtins are D's built-in variables in this slice.
+var Builtins = map[string]*types.Type{
+	"pid": types.PidT, "tid": types.PidT, "ppid": types.PidT,
+	"uid": types.UidT, "gid": types.UidT,
+	"execname":  types.StringT(16),
+	"timestamp": types.Uint64T, "vtimestamp": types.Uint64T, "walltimestamp": types.Int64T,
+	"cpu": types.UintT, "errno": types.IntT,
+	"probeprov": types.StringT(0), "probemod": types.StringT(0),
+	"probefunc": types.StringT(0), "probename": types.StringT(0),
+	"epid": types.UintT, "id": types.UintT,
+}
+
+// ArgIndex returns n for "argN" (N in 0..9), or -1.
+func ArgIndex(name string) int {
+	if len(name) == 4 && strings.HasPrefix(name, "arg") && name[3] >= '0' && name[3] <= '9' {
+		return int(name[3] - '0')
+	}
+	return -1
+}
+
+// ProbeString is the value of probeprov/probemod/probefunc/probename.
+func ProbeString(name string, p *providers.Probe) string {
+	if p == nil {
+		return ""
+	}
+	switch name {
+	case "probeprov":
+		return p.Provider
+	case "probemod":
+		return p.Module
+	case "probefunc":
+		return p.Function
+	case "probename":
+		return p.Name
+	}
+	return ""
+}
+
+// Macro resolves a macro variable to an integer or string constant.
+func (in *Info) Macro(m *ast.MacroVar) (val int64, str string, isStr bool, err error) {
+	name := m.Name
+	if strings.HasPrefix(name, "$") {
+		n, e := strconv.Atoi(name[1:])
+		if e != nil {
+			return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNDEF", "macro argument $%s is not defined", name)
+		}
+		if n >= len(in.Opts.Macros) {
+			if in.Opts.DefaultArgs {
+				return 0, "", true, nil
+			}
+			return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNDEF", "macro argument $%s is not defined", name)
+		}
+		return 0, in.Opts.Macros[n], true, nil
+	}
+	switch name {
+	case "target":
+		return int64(in.Opts.Target), "", false, nil
+	case "pid":
+		return int64(selfPid()), "", false, nil
+	case "ppid":
+		return int64(selfPpid()), "", false, nil
+	case "uid":
+		return int64(selfUid()), "", false, nil
+	case "gid":
+		return int64(selfGid()), "", false, nil
+	case "pgid":
+		return int64(selfPgid()), "", false, nil
+	}
+	n, e := strconv.Atoi(name)
+	if e != nil {
+		return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNDEF", "macro variable $%s is not defined", name)
+	}
+	if n >= len(in.Opts.Macros) {
+		if in.Opts.DefaultArgs {
+			return 0, "", false, nil
+		}
+		return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNDEF", "macro argument $%d is not defined", n)
+	}
+	arg := in.Opts.Macros[n]
+	if v, e := strconv.ParseInt(arg, 0, 64); e == nil {
+		return v, "", false, nil
+	}
+	if n == 0 {
+		return 0, arg, true, nil
+	}
+	if isIdentifier(arg) {
+		return 0, arg, true, nil
+	}
+	return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNUSED", "macro argument $%d must be an integer or identifier: %s", n, arg)
+}
+
+func isIdentifier(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Format parses and checks a printf format against its argument types.
+func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, error) {
+	lit, ok := unparen(call.Args[0]).(*ast.StrLit)
+	if !ok {
+		return nil, in.errorf(call.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 must be a string literal", call.Fn)
+	}
+	f, err := printf.Parse(lit.Val)
+	if err != nil {
+		return nil, in.errorf(lit.Pos, "D_PRINTF_FMT", "%s( ) %v", call.Fn, err)
+	}
+	n := 0
+	for _, c := range f.Conversions() {
+		for k := 0; k < c.Args(); k++ {
+			if n >= len(argTypes) {
+				return nil, in.errorf(call.Pos, "D_PRINTF_ARG_PROTO", "%s( ) prototype mismatch: conversion #%d (%%%s) is missing a corresponding value argument", call.Fn, c.Index, c.Name)
+			}
+			t := argTypes[n]
+			n++
+			isValue := k == c.Args()-1 && c.Kind != printf.ArgNone
+			want := "int"
+			if isValue {
+				switch c.Kind {
+				case printf.ArgString:
+					want = "string"
+				case printf.ArgInt, printf.ArgChar, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime:
+					want = "int"
+				default:
+					return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not yet supported", call.Fn, c.Index, c.Name)
+				}
+			}
+			if (want == "string") != t.IsString() {
+				return nil, in.errorf(call.Args[n].Start(), "D_PRINTF_ARG_TYPE", "%s( ) argument #%d is incompatible with conversion #%d prototype:\n\tconversion: %%%s\n\t prototype: %s\n\t  argument: %s", call.Fn, n+1, c.Index, c.Name, c.Proto, t)
+			}
+		}
+	}
+	if n < len(argTypes) {
+		return nil, in.errorf(call.Args[n+1].Start(), "D_PRINTF_ARG_EXTRA", "%s( ) prototype mismatch: only %d arguments required by this format string", call.Fn, n)
+	}
+	return f, nil
+}
+
+func unparen(e ast.Expr) ast.Expr {
+	for {
+		p, ok := e.(*ast.Paren)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}

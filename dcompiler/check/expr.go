@@ -1,0 +1,514 @@
+package check
+
+import (
+	"os"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// TypeOf types e on env's probe, declaring globals and aggregations on
+// first assignment, and reports DTrace's errors for what is not allowed.
+func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
+	switch e := e.(type) {
+	case *ast.IntLit:
+		return literalType(e), nil
+	case *ast.StrLit:
+		return types.StringT(len(e.Val) + 1), nil
+	case *ast.Paren:
+		return in.TypeOf(e.X, env)
+	case *ast.MacroVar:
+		_, s, isStr, err := in.Macro(e)
+		if err != nil {
+			return nil, err
+		}
+		if isStr {
+			return types.StringT(len(s) + 1), nil
+		}
+		return types.IntT, nil
+	case *ast.Ident:
+		return in.identType(e, env)
+	case *ast.AggVar:
+		return nil, in.errorf(e.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function or as an argument to printa( ), clear( ), trunc( ), normalize( ) and denormalize( )", e.Name)
+	case *ast.Unary:
+		return in.unaryType(e, env)
+	case *ast.Postfix:
+		return in.incdec(e.X, env)
+	case *ast.Binary:
+		return in.binaryType(e, env)
+	case *ast.Cond:
+		ct, err := in.TypeOf(e.C, env)
+		if err != nil {
+			return nil, err
+		}
+		if !ct.IsScalar() {
+			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: operand must be of scalar type")
+		}
+		t, err := in.TypeOf(e.T, env)
+		if err != nil {
+			return nil, err
+		}
+		f, err := in.TypeOf(e.F, env)
+		if err != nil {
+			return nil, err
+		}
+		if t.IsString() != f.IsString() {
+			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
+		}
+		if t.IsString() {
+			return types.StringT(max(t.Size, f.Size)), nil
+		}
+		return types.Arith(t, f), nil
+	case *ast.Assign:
+		return in.assignType(e, env)
+	case *ast.Call:
+		return in.callType(e, env)
+	case *ast.Index:
+		return in.indexType(e, env)
+	case *ast.Member:
+		return in.memberType(e, env)
+	case *ast.Cast:
+		t, err := in.typeName(e.Type)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := in.TypeOf(e.X, env); err != nil {
+			return nil, err
+		}
+		return t, nil
+	case *ast.SizeofType:
+		if _, err := in.typeName(e.Type); err != nil {
+			return nil, err
+		}
+		return types.UlongT, nil
+	}
+	return nil, in.errorf(e.Start(), "D_SYNTAX", "unsupported expression")
+}
+
+func literalType(e *ast.IntLit) *types.Type {
+	switch e.Suffix {
+	case "char":
+		return types.CharT
+	case "u":
+		if e.Val > 0xffffffff {
+			return types.UlongT
+		}
+		return types.UintT
+	case "l", "ll":
+		if e.Val > 1<<63-1 {
+			return types.UlongT
+		}
+		return types.LongT
+	case "ul", "lu", "ull", "llu":
+		return types.UlongT
+	}
+	// C: the first of int, (unsigned int for octal/hex), long, unsigned long
+	// that holds the value.
+	hexOrOct := len(e.Text) > 1 && e.Text[0] == '0'
+	switch {
+	case e.Val <= 0x7fffffff:
+		return types.IntT
+	case hexOrOct && e.Val <= 0xffffffff:
+		return types.UintT
+	case e.Val <= 1<<63-1:
+		return types.LongT
+	}
+	return types.UlongT
+}
+
+func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
+	t, err := types.Named(tn.Name)
+	if err != nil {
+		return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "%v", err)
+	}
+	if t.Kind == types.String {
+		t = types.StringT(in.Opts.StrSize)
+	}
+	for i := 0; i < tn.Ptr; i++ {
+		t = &types.Type{Kind: types.Pointer, Size: 8, Name: t.Name + " *", Elem: t}
+	}
+	return t, nil
+}
+
+func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
+	if ArgIndex(e.Name) >= 0 {
+		return types.Int64T, nil
+	}
+	if t, ok := Builtins[e.Name]; ok {
+		if t.Kind == types.String && t.Size == 0 {
+			return types.StringT(len(ProbeString(e.Name, env.Probe)) + 1), nil
+		}
+		return t, nil
+	}
+	if v := in.globals[e.Name]; v != nil {
+		return v.Type, nil
+	}
+	if _, ok := aggFuncs[e.Name]; ok || isAction(e.Name) {
+		return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s( ) may not be referenced as a scalar", e.Name)
+	}
+	// DTrace: an unknown identifier used before assignment is an error.
+	return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve %s: Unknown variable name", e.Name)
+}
+
+func isAction(name string) bool {
+	switch name {
+	case "printf", "trace", "exit", "copyinstr", "stringof":
+		return true
+	}
+	return false
+}
+
+func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
+	switch e.Op {
+	case "++", "--":
+		return in.incdec(e.X, env)
+	case "sizeof":
+		if _, err := in.TypeOf(e.X, env); err != nil {
+			return nil, err
+		}
+		return types.UlongT, nil
+	case "stringof":
+		t, err := in.TypeOf(e.X, env)
+		if err != nil {
+			return nil, err
+		}
+		if t.IsString() {
+			return t, nil
+		}
+		return types.StringT(in.Opts.StrSize), nil
+	}
+	t, err := in.TypeOf(e.X, env)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Op {
+	case "!":
+		if !t.IsScalar() {
+			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator ! requires an operand of scalar type")
+		}
+		return types.IntT, nil
+	case "-", "+", "~":
+		if !t.IsInt() {
+			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires an operand of integral type", e.Op)
+		}
+		return types.Promote(t), nil
+	}
+	return nil, in.errorf(e.Pos, "D_OP_UNSUP", "operator %s is not supported here", e.Op)
+}
+
+// incdec types ++ and -- of a modifiable integer.
+func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
+	t, err := in.lvalue(x, types.IntT, env)
+	if err != nil {
+		return nil, err
+	}
+	if !t.IsScalar() {
+		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires an operand of scalar type")
+	}
+	return t, nil
+}
+
+var compareOps = map[string]bool{"==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true}
+
+func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
+	x, err := in.TypeOf(e.X, env)
+	if err != nil {
+		return nil, err
+	}
+	y, err := in.TypeOf(e.Y, env)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e.Op == ",":
+		return y, nil
+	case compareOps[e.Op]:
+		if x.IsString() != y.IsString() {
+			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+		}
+		return types.IntT, nil
+	case e.Op == "&&" || e.Op == "||" || e.Op == "^^":
+		if !x.IsScalar() || !y.IsScalar() {
+			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
+		}
+		return types.IntT, nil
+	}
+	if !x.IsScalar() || !y.IsScalar() {
+		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
+	}
+	if e.Op == "<<" || e.Op == ">>" {
+		return types.Promote(x), nil
+	}
+	return types.Arith(x, y), nil
+}
+
+func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
+	if agg, ok := aggTarget(e.LHS); ok {
+		return in.aggAssign(e, agg, env)
+	}
+	rt, err := in.TypeOf(e.RHS, env)
+	if err != nil {
+		return nil, err
+	}
+	if e.Op != "=" && !rt.IsScalar() {
+		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
+	}
+	lt, err := in.lvalue(e.LHS, rt, env)
+	if err != nil {
+		return nil, err
+	}
+	if lt.IsString() != rt.IsString() {
+		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
+	}
+	return lt, nil
+}
+
+// lvalue types an assignable expression, declaring a global of type t on
+// first assignment.
+func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error) {
+	id, ok := x.(*ast.Ident)
+	if !ok {
+		return nil, in.errorf(x.Start(), "D_OP_LVAL", "operator = requires a writable lvalue operand")
+	}
+	if _, builtin := Builtins[id.Name]; builtin || ArgIndex(id.Name) >= 0 {
+		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
+	}
+	if v := in.globals[id.Name]; v != nil {
+		return v.Type, nil
+	}
+	if t.IsString() {
+		t = types.StringT(in.Opts.StrSize)
+	} else if t.Size < 8 && t.Kind == types.Int {
+		t = types.Promote(t)
+	}
+	v := &Var{Name: id.Name, Type: t, Pos: id.Pos}
+	in.globals[id.Name] = v
+	in.Globals = append(in.Globals, v)
+	return t, nil
+}
+
+// aggTarget recognises "@name" and "@name[keys]" on the left of '='.
+func aggTarget(x ast.Expr) (*ast.AggVar, bool) {
+	switch x := x.(type) {
+	case *ast.AggVar:
+		return x, true
+	case *ast.Index:
+		a, ok := x.X.(*ast.AggVar)
+		return a, ok
+	}
+	return nil, false
+}
+
+// AggKeys returns the key expressions of an aggregation target.
+func AggKeys(x ast.Expr) []ast.Expr {
+	if ix, ok := x.(*ast.Index); ok {
+		return ix.Keys
+	}
+	return nil
+}
+
+func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type, error) {
+	call, ok := unparen(e.RHS).(*ast.Call)
+	if e.Op != "=" || !ok {
+		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
+	}
+	nargs, ok := aggFuncs[call.Fn]
+	if !ok {
+		return nil, in.errorf(call.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
+	}
+	if len(call.Args) < nargs[0] || len(call.Args) > nargs[1] {
+		return nil, in.errorf(call.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, %d expected", call.Fn, len(call.Args), nargs[0])
+	}
+	for _, a := range call.Args {
+		t, err := in.TypeOf(a, env)
+		if err != nil {
+			return nil, err
+		}
+		if !t.IsScalar() {
+			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", call.Fn, t)
+		}
+	}
+	var keys []*types.Type
+	for _, k := range AggKeys(e.LHS) {
+		t, err := in.TypeOf(k, env)
+		if err != nil {
+			return nil, err
+		}
+		if t.Kind == types.Void {
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "aggregation key may not be of type void")
+		}
+		keys = append(keys, t)
+	}
+	a := in.aggs[av.Name]
+	if a == nil {
+		a = &Agg{Name: av.Name, ID: len(in.Aggs), Func: AggFunc(call.Fn), Keys: keys, Pos: av.Pos}
+		in.aggs[av.Name] = a
+		in.Aggs = append(in.Aggs, a)
+	} else {
+		if string(a.Func) != call.Fn {
+			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: aggregation redefined using a different function", av.Name)
+		}
+		if len(a.Keys) != len(keys) {
+			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
+		}
+		for i, k := range keys {
+			if k.IsString() != a.Keys[i].IsString() {
+				return nil, in.errorf(av.Pos, "D_AGG_KEY_TYPE", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
+			}
+			if k.Size > a.Keys[i].Size {
+				a.Keys[i] = k
+			}
+		}
+	}
+	if !containsCall(a.Calls, call) {
+		a.Calls = append(a.Calls, call)
+	}
+	return types.VoidT, nil
+}
+
+func containsCall(list []*ast.Call, c *ast.Call) bool {
+	for _, x := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
+	argTypes := make([]*types.Type, len(e.Args))
+	for i, a := range e.Args {
+		t, err := in.TypeOf(a, env)
+		if err != nil {
+			return nil, err
+		}
+		argTypes[i] = t
+	}
+	protoLen := func(want int) error {
+		return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %d expected", e.Fn, len(e.Args), plural(len(e.Args)), want)
+	}
+	switch e.Fn {
+	case "printf":
+		if len(e.Args) == 0 {
+			return nil, in.errorf(e.Pos, "D_PRINTF_ARG_FMT", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if _, err := in.Format(e, argTypes[1:]); err != nil {
+			return nil, err
+		}
+		return types.VoidT, nil
+	case "trace":
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if argTypes[0].Kind == types.Void {
+			return nil, in.errorf(e.Args[0].Start(), "D_TRACE_VOID", "trace( ) may not be applied to a void expression")
+		}
+		return types.VoidT, nil
+	case "exit":
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if !argTypes[0].IsInt() {
+			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "exit( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[0])
+		}
+		return types.VoidT, nil
+	case "copyinstr":
+		if len(e.Args) < 1 || len(e.Args) > 2 {
+			return nil, protoLen(1)
+		}
+		for i, t := range argTypes {
+			if !t.IsScalar() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "copyinstr( ) argument #%d is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", i+1, t)
+			}
+		}
+		return types.StringT(in.Opts.StrSize), nil
+	}
+	if _, ok := aggFuncs[e.Fn]; ok {
+		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "%s( ) may only be used as the value of an aggregation", e.Fn)
+	}
+	return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", e.Fn)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
+	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
+		return nil, in.errorf(e.Pos, "D_ARGS_IDX", "args[ ] is not yet supported; use argN or args->field")
+	}
+	if a, ok := e.X.(*ast.AggVar); ok {
+		return nil, in.errorf(a.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function", a.Name)
+	}
+	return nil, in.errorf(e.Pos, "D_IDX_UNSUP", "associative arrays are not yet supported")
+}
+
+// ArgField returns the tracepoint field named name of probe p.
+func ArgField(p *providers.Probe, name string) *providers.Arg {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Args {
+		if p.Args[i].Name == name {
+			return &p.Args[i]
+		}
+	}
+	return nil
+}
+
+// FieldType is the D type of a tracepoint field.
+func FieldType(a *providers.Arg) *types.Type {
+	switch a.Kind {
+	case providers.ArgArray, providers.ArgDataLoc:
+		if isCharType(a.Type) {
+			size := a.Size + 1
+			if a.Kind == providers.ArgDataLoc {
+				size = 0 // the compiler's strsize
+			}
+			return types.StringT(size)
+		}
+		return types.Uint64T
+	case providers.ArgPointer:
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: a.Type, Elem: types.VoidT}
+	}
+	return types.FromC(a.Type, a.Size, a.Signed)
+}
+
+func isCharType(t string) bool {
+	return len(t) >= 4 && (t[:4] == "char" || len(t) >= 10 && t[:10] == "const char" || len(t) >= 13 && t[:13] == "unsigned char")
+}
+
+func (in *Info) memberType(e *ast.Member, env *Env) (*types.Type, error) {
+	id, ok := e.X.(*ast.Ident)
+	if !ok || id.Name != "args" || !e.Arrow {
+		return nil, in.errorf(e.Pos, "D_MEMBER_UNSUP", "member access is not yet supported here")
+	}
+	if env.Probe == nil {
+		return types.Int64T, nil
+	}
+	f := ArgField(env.Probe, e.Name)
+	if f == nil {
+		return nil, in.errorf(e.Pos, "D_ARGS_MEMBER", "args-> has no member named %s on probe %s", e.Name, env.Probe)
+	}
+	t := FieldType(f)
+	if t.Kind == types.String && t.Size == 0 {
+		t = types.StringT(in.Opts.StrSize)
+	}
+	return t, nil
+}
+
+func selfPid() int  { return os.Getpid() }
+func selfPpid() int { return os.Getppid() }
+func selfUid() int  { return os.Getuid() }
+func selfGid() int  { return os.Getgid() }
+func selfPgid() int {
+	g, err := syscallGetpgid()
+	if err != nil {
+		return 0
+	}
+	return g
+}

@@ -1,0 +1,5 @@
+package check
+
+import "syscall"
+
+func syscallGetpgid() (int, error) { return syscall.Getpgid(0) }

@@ -1,0 +1,171 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+// isRecording reports whether call is a data-recording action.
+func isRecording(call *ast.Call) bool {
+	switch call.Fn {
+	case "printf", "trace", "exit":
+		return true
+	}
+	return false
+}
+
+// layoutRecord lays out the record a clause writes, or returns nil when the
+// clause records nothing. A clause with no statements records the default
+// action: just the probe firing.
+func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
+	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: cl.Index, Size: HdrSize}
+	recording := len(cl.Body) == 0
+	for i, s := range cl.Body {
+		es, ok := s.(*ast.ExprStmt)
+		if !ok {
+			if err := pg.noRecordingIn(s); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		call, ok := es.X.(*ast.Call)
+		if !ok || !isRecording(call) {
+			continue
+		}
+		recording = true
+		act := Action{Index: i + 1}
+		args := call.Args
+		switch call.Fn {
+		case "printf":
+			act.Kind = ActPrintf
+			ts := make([]*types.Type, len(args)-1)
+			for j, a := range args[1:] {
+				t, err := pg.in.TypeOf(a, pg.env)
+				if err != nil {
+					return nil, err
+				}
+				ts[j] = t
+			}
+			f, err := pg.in.Format(call, ts)
+			if err != nil {
+				return nil, err
+			}
+			act.Format = f
+			args = args[1:]
+		case "trace":
+			act.Kind = ActTrace
+		case "exit":
+			act.Kind = ActExit
+		}
+		for _, a := range args {
+			t, err := pg.in.TypeOf(a, pg.env)
+			if err != nil {
+				return nil, err
+			}
+			size := 8
+			if t.IsString() {
+				size = align8(t.Size)
+			}
+			act.Args = append(act.Args, Datum{Off: rec.Size, Size: size, Type: t})
+			rec.Size += size
+		}
+		rec.Actions = append(rec.Actions, act)
+	}
+	if !recording {
+		return nil, nil
+	}
+	pg.out.Records[rec.EPID] = rec
+	return rec, nil
+}
+
+// noRecordingIn rejects data-recording actions inside if/else, whose
+// records would be laid out conditionally.
+func (pg *probeGen) noRecordingIn(s ast.Stmt) error {
+	ifs, ok := s.(*ast.IfStmt)
+	if !ok {
+		return nil
+	}
+	for _, list := range [][]ast.Stmt{ifs.Then, ifs.Else} {
+		for _, s := range list {
+			if es, ok := s.(*ast.ExprStmt); ok {
+				if call, ok := es.X.(*ast.Call); ok && isRecording(call) {
+					return pg.errorf(call.Pos, "%s( ) inside if is not yet supported", call.Fn)
+				}
+			}
+			if err := pg.noRecordingIn(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// actionOf returns the recorded action of the clause's call, if any.
+func (pg *probeGen) actionOf(call *ast.Call) *Action {
+	if pg.record == nil {
+		return nil
+	}
+	for i := range pg.record.Actions {
+		if pg.record.Actions[i].Index == pg.actions {
+			return &pg.record.Actions[i]
+		}
+	}
+	return nil
+}
+
+// stmt generates a top-level statement of a clause.
+func (pg *probeGen) stmt(x ast.Expr) error {
+	if call, ok := x.(*ast.Call); ok && isRecording(call) {
+		return pg.recordingAction(call)
+	}
+	if a, ok := x.(*ast.Assign); ok {
+		if av, isAgg := aggTarget(a.LHS); isAgg {
+			return pg.aggregate(a, av)
+		}
+	}
+	return pg.exprAny(x)
+}
+
+func aggTarget(x ast.Expr) (*ast.AggVar, bool) {
+	switch x := x.(type) {
+	case *ast.AggVar:
+		return x, true
+	case *ast.Index:
+		a, ok := x.X.(*ast.AggVar)
+		return a, ok
+	}
+	return nil, false
+}
+
+// recordingAction writes a printf/trace/exit action's data to the record.
+func (pg *probeGen) recordingAction(call *ast.Call) error {
+	act := pg.actionOf(call)
+	if act == nil {
+		return pg.errorf(call.Pos, "internal error: %s( ) has no record", call.Fn)
+	}
+	args := call.Args
+	if call.Fn == "printf" {
+		args = args[1:]
+	}
+	for i, a := range args {
+		d := act.Args[i]
+		if d.Type.IsString() {
+			if err := pg.strInto(a, regRecord, d.Off, d.Type.Size); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := pg.expr(a); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regRecord, int16(d.Off), asm.R0, asm.DWord))
+	}
+	if call.Fn == "exit" {
+		// No probe fires after exit(); END still will.
+		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
+	}
+	return nil
+}

@@ -1,0 +1,460 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// typeOf types e on the current probe; checking already succeeded, so an
+// error here is the compiler's own.
+func (pg *probeGen) typeOf(e ast.Expr) (*types.Type, error) { return pg.in.TypeOf(e, pg.env) }
+
+// expr evaluates an integer or pointer expression into R0.
+func (pg *probeGen) expr(e ast.Expr) error {
+	t, err := pg.typeOf(e)
+	if err != nil {
+		return err
+	}
+	if t.IsString() {
+		return pg.errorf(e.Start(), "string value used where a scalar is required")
+	}
+	switch e := e.(type) {
+	case *ast.IntLit:
+		pg.emit(asm.LoadImm(asm.R0, int64(e.Val), asm.DWord))
+		pg.normalize(asm.R0, t.Size, t.Signed)
+	case *ast.Paren:
+		return pg.expr(e.X)
+	case *ast.MacroVar:
+		v, _, _, err := pg.in.Macro(e)
+		if err != nil {
+			return err
+		}
+		pg.emit(asm.LoadImm(asm.R0, v, asm.DWord))
+	case *ast.Ident:
+		return pg.ident(e, t)
+	case *ast.Unary:
+		return pg.unary(e, t)
+	case *ast.Postfix:
+		return pg.incdec(e.X, e.Op, true)
+	case *ast.Binary:
+		return pg.binary(e, t)
+	case *ast.Cond:
+		f, end := pg.newLabel("cond_false"), pg.newLabel("cond_end")
+		if err := pg.expr(e.C); err != nil {
+			return err
+		}
+		pg.emit(asm.JEq.Imm(asm.R0, 0, f))
+		if err := pg.convert(e.T, t); err != nil {
+			return err
+		}
+		pg.emit(asm.Ja.Label(end))
+		pg.label(f)
+		if err := pg.convert(e.F, t); err != nil {
+			return err
+		}
+		pg.label(end)
+	case *ast.Assign:
+		return pg.assign(e)
+	case *ast.Cast:
+		if err := pg.expr(e.X); err != nil {
+			return err
+		}
+		if t.Kind == types.Int {
+			pg.normalize(asm.R0, t.Size, t.Signed)
+		}
+	case *ast.SizeofType:
+		pg.emit(asm.Mov.Imm(asm.R0, int32(t.Size)))
+		tt, _ := types.Named(e.Type.Name)
+		size := 8
+		if tt != nil && e.Type.Ptr == 0 && tt.Kind == types.Int {
+			size = tt.Size
+		}
+		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
+	case *ast.Member:
+		return pg.argsField(e, t)
+	default:
+		return pg.errorf(e.Start(), "expression is not supported here")
+	}
+	return nil
+}
+
+// convert evaluates e and converts it to type t.
+func (pg *probeGen) convert(e ast.Expr, t *types.Type) error {
+	if err := pg.expr(e); err != nil {
+		return err
+	}
+	if t.Kind == types.Int {
+		pg.normalize(asm.R0, t.Size, t.Signed)
+	}
+	return nil
+}
+
+func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
+	if n := check.ArgIndex(e.Name); n >= 0 {
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
+		return nil
+	}
+	if v := pg.globals[e.Name]; v != nil {
+		pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
+		return nil
+	}
+	switch e.Name {
+	case "pid":
+		pg.call(asm.FnGetCurrentPidTgid)
+		pg.emit(asm.RSh.Imm(asm.R0, 32))
+	case "tid":
+		pg.call(asm.FnGetCurrentPidTgid)
+		pg.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	case "uid":
+		pg.call(asm.FnGetCurrentUidGid)
+		pg.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	case "gid":
+		pg.call(asm.FnGetCurrentUidGid)
+		pg.emit(asm.RSh.Imm(asm.R0, 32))
+	case "cpu":
+		pg.call(asm.FnGetSmpProcessorId)
+	case "timestamp":
+		pg.call(asm.FnKtimeGetNs)
+	case "walltimestamp":
+		pg.call(asm.FnKtimeGetNs)
+		pg.emit(asm.LoadMem(asm.R1, regGlob, GlWallOffset, asm.DWord))
+		pg.emit(asm.Add.Reg(asm.R0, asm.R1))
+	case "errno":
+		pg.emit(asm.LoadMem(asm.R0, regState, StErrno, asm.DWord))
+	case "epid":
+		pg.emit(asm.Mov.Imm(asm.R0, int32(pg.epid)))
+	case "id":
+		pg.emit(asm.Mov.Imm(asm.R0, int32(pg.probe.ID)))
+	case "ppid":
+		return pg.taskField(e, []string{"real_parent", "tgid"}, t)
+	case "vtimestamp":
+		return pg.taskField(e, []string{"se", "sum_exec_runtime"}, t)
+	default:
+		return pg.errorf(e.Pos, "%s is not supported here", e.Name)
+	}
+	return nil
+}
+
+func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
+	switch e.Op {
+	case "++", "--":
+		return pg.incdec(e.X, e.Op, false)
+	case "sizeof":
+		xt, err := pg.typeOf(e.X)
+		if err != nil {
+			return err
+		}
+		size := xt.Size
+		if xt.Kind == types.Pointer {
+			size = 8
+		}
+		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
+		return nil
+	}
+	if err := pg.expr(e.X); err != nil {
+		return err
+	}
+	switch e.Op {
+	case "-":
+		pg.emit(asm.Neg.Imm(asm.R0, 0))
+	case "~":
+		pg.emit(asm.Xor.Imm(asm.R0, -1))
+	case "!":
+		pg.bool(asm.JEq, asm.R0, 0)
+		return nil
+	case "+":
+	}
+	pg.normalize(asm.R0, t.Size, t.Signed)
+	return nil
+}
+
+// bool sets R0 to 1 when "R0 op imm" holds, else 0.
+func (pg *probeGen) bool(op asm.JumpOp, r asm.Register, imm int32) {
+	yes := pg.newLabel("true")
+	pg.emit(asm.Mov.Reg(asm.R1, r), asm.Mov.Imm(asm.R0, 1))
+	pg.emit(op.Imm(asm.R1, imm, yes))
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	pg.label(yes)
+}
+
+func (pg *probeGen) binary(e *ast.Binary, t *types.Type) error {
+	switch e.Op {
+	case "&&", "||":
+		return pg.logical(e)
+	case ",":
+		if err := pg.exprAny(e.X); err != nil {
+			return err
+		}
+		return pg.expr(e.Y)
+	}
+	xt, err := pg.typeOf(e.X)
+	if err != nil {
+		return err
+	}
+	if xt.IsString() {
+		return pg.strCompare(e)
+	}
+	yt, err := pg.typeOf(e.Y)
+	if err != nil {
+		return err
+	}
+	// Left into a temporary, right into R0, then R1 = right, R0 = left.
+	if err := pg.expr(e.X); err != nil {
+		return err
+	}
+	if _, err := pg.push(); err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	if err := pg.expr(e.Y); err != nil {
+		return err
+	}
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+	pg.pop(asm.R0)
+	if e.Op == "^^" {
+		pg.emit(asm.Mov.Reg(asm.R2, asm.R1))
+		pg.bool(asm.JNE, asm.R0, 0)
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		pg.bool(asm.JNE, asm.R2, 0)
+		pg.emit(asm.Xor.Reg(asm.R0, asm.R3))
+		return nil
+	}
+	if compare, ok := compareJumps[e.Op]; ok {
+		common := types.Arith(xt, yt)
+		op := compare[0]
+		if common.Signed {
+			op = compare[1]
+		}
+		yes := pg.newLabel("true")
+		pg.emit(asm.Mov.Reg(asm.R2, asm.R0), asm.Mov.Imm(asm.R0, 1))
+		pg.emit(op.Reg(asm.R2, asm.R1, yes))
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		pg.label(yes)
+		return nil
+	}
+	return pg.arith(e.Op, t, e)
+}
+
+// compareJumps maps comparisons to their unsigned and signed jumps.
+var compareJumps = map[string][2]asm.JumpOp{
+	"==": {asm.JEq, asm.JEq}, "!=": {asm.JNE, asm.JNE},
+	"<": {asm.JLT, asm.JSLT}, "<=": {asm.JLE, asm.JSLE},
+	">": {asm.JGT, asm.JSGT}, ">=": {asm.JGE, asm.JSGE},
+}
+
+// arith computes R0 = R0 op R1 in type t.
+func (pg *probeGen) arith(op string, t *types.Type, at ast.Expr) error {
+	switch op {
+	case "+":
+		pg.emit(asm.Add.Reg(asm.R0, asm.R1))
+	case "-":
+		pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
+	case "*":
+		pg.emit(asm.Mul.Reg(asm.R0, asm.R1))
+	case "&":
+		pg.emit(asm.And.Reg(asm.R0, asm.R1))
+	case "|":
+		pg.emit(asm.Or.Reg(asm.R0, asm.R1))
+	case "^":
+		pg.emit(asm.Xor.Reg(asm.R0, asm.R1))
+	case "<<":
+		pg.emit(asm.LSh.Reg(asm.R0, asm.R1))
+	case ">>":
+		if t.Signed {
+			pg.emit(asm.ArSh.Reg(asm.R0, asm.R1))
+		} else {
+			pg.emit(asm.RSh.Reg(asm.R0, asm.R1))
+		}
+	case "/", "%":
+		pg.divide(op == "%", t.Signed)
+	default:
+		return pg.errorf(at.Start(), "operator %s is not supported", op)
+	}
+	pg.normalize(asm.R0, t.Size, t.Signed)
+	return nil
+}
+
+// divide computes R0 = R0 / R1 (or R0 % R1), faulting on a zero divisor.
+// BPF divides unsigned, so signed operands divide by magnitude and the
+// sign is put back as C does it: the quotient's from both signs, the
+// remainder's from the dividend.
+func (pg *probeGen) divide(mod, signed bool) {
+	nonzero := pg.newLabel("divisor_ok")
+	pg.emit(asm.JNE.Imm(asm.R1, 0, nonzero))
+	pg.raise(FaultDivZero, 0, false)
+	pg.label(nonzero)
+	op := asm.Div
+	if mod {
+		op = asm.Mod
+	}
+	if !signed {
+		pg.emit(op.Reg(asm.R0, asm.R1))
+		return
+	}
+	xpos, ypos, done := pg.newLabel("x_pos"), pg.newLabel("y_pos"), pg.newLabel("div_done")
+	pg.emit(asm.Mov.Imm(asm.R2, 0))
+	pg.emit(asm.JSGE.Imm(asm.R0, 0, xpos))
+	pg.emit(asm.Neg.Imm(asm.R0, 0), asm.Xor.Imm(asm.R2, 1))
+	pg.label(xpos)
+	pg.emit(asm.JSGE.Imm(asm.R1, 0, ypos))
+	pg.emit(asm.Neg.Imm(asm.R1, 0))
+	if !mod {
+		pg.emit(asm.Xor.Imm(asm.R2, 1))
+	}
+	pg.label(ypos)
+	pg.emit(op.Reg(asm.R0, asm.R1))
+	pg.emit(asm.JEq.Imm(asm.R2, 0, done))
+	pg.emit(asm.Neg.Imm(asm.R0, 0))
+	pg.label(done)
+}
+
+// logical generates short-circuit && and ||.
+func (pg *probeGen) logical(e *ast.Binary) error {
+	short, end := pg.newLabel("short"), pg.newLabel("logic_end")
+	if err := pg.expr(e.X); err != nil {
+		return err
+	}
+	if e.Op == "&&" {
+		pg.emit(asm.JEq.Imm(asm.R0, 0, short))
+	} else {
+		pg.emit(asm.JNE.Imm(asm.R0, 0, short))
+	}
+	if err := pg.expr(e.Y); err != nil {
+		return err
+	}
+	pg.bool(asm.JNE, asm.R0, 0)
+	pg.emit(asm.Ja.Label(end))
+	pg.label(short)
+	if e.Op == "&&" {
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+	} else {
+		pg.emit(asm.Mov.Imm(asm.R0, 1))
+	}
+	pg.label(end)
+	return nil
+}
+
+// exprAny evaluates e for its effect, whatever its type.
+func (pg *probeGen) exprAny(e ast.Expr) error {
+	t, err := pg.typeOf(e)
+	if err != nil {
+		return err
+	}
+	if a, ok := e.(*ast.Assign); ok {
+		return pg.assign(a)
+	}
+	if t.IsString() {
+		off := pg.allocScratch(t.Size)
+		return pg.strInto(e, regState, off, t.Size)
+	}
+	if t.Kind == types.Void {
+		if call, ok := e.(*ast.Call); ok {
+			return pg.errorf(call.Pos, "%s( ) may not be used in an expression", call.Fn)
+		}
+	}
+	return pg.expr(e)
+}
+
+// assign generates an assignment to a global variable.
+func (pg *probeGen) assign(e *ast.Assign) error {
+	id := e.LHS.(*ast.Ident)
+	v := pg.globals[id.Name]
+	if v.Type.IsString() {
+		if err := pg.strInto(e.RHS, regGlob, v.Off, v.Type.Size); err != nil {
+			return err
+		}
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		return nil
+	}
+	if e.Op == "=" {
+		if err := pg.expr(e.RHS); err != nil {
+			return err
+		}
+	} else {
+		if err := pg.expr(e.RHS); err != nil {
+			return err
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+		pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
+		rt, err := pg.typeOf(e.RHS)
+		if err != nil {
+			return err
+		}
+		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(v.Type, rt), e); err != nil {
+			return err
+		}
+	}
+	pg.normalize(asm.R0, v.Type.Size, v.Type.Signed)
+	pg.emit(asm.StoreMem(regGlob, int16(v.Off), asm.R0, asm.DWord))
+	return nil
+}
+
+// incdec generates ++ and -- on a global; R0 is the old value for postfix,
+// the new one for prefix.
+func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
+	id, ok := x.(*ast.Ident)
+	if !ok || pg.globals[id.Name] == nil {
+		return pg.errorf(x.Start(), "operator %s requires a writable variable", op)
+	}
+	v := pg.globals[id.Name]
+	delta := int32(1)
+	if op == "--" {
+		delta = -1
+	}
+	pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, delta))
+	pg.normalize(asm.R1, v.Type.Size, v.Type.Signed)
+	pg.emit(asm.StoreMem(regGlob, int16(v.Off), asm.R1, asm.DWord))
+	if !postfix {
+		pg.emit(asm.Mov.Reg(asm.R0, asm.R1))
+	}
+	return nil
+}
+
+// argsField loads an integer or pointer tracepoint field args->name.
+func (pg *probeGen) argsField(e *ast.Member, t *types.Type) error {
+	f := check.ArgField(pg.probe, e.Name)
+	if f == nil {
+		return pg.errorf(e.Pos, "args->%s is not available on %s", e.Name, pg.probe)
+	}
+	switch f.Kind {
+	case providers.ArgInt, providers.ArgPointer:
+		size := f.Size
+		if f.Kind == providers.ArgPointer || size > 8 {
+			size = 8
+		}
+		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), sizeOf(size)))
+		if t.Kind == types.Int && t.Signed {
+			pg.normalize(asm.R0, size, true)
+		}
+		return nil
+	}
+	return pg.errorf(e.Pos, "args->%s is not a scalar", e.Name)
+}
+
+// taskField reads current->path... using the kernel's BTF for offsets.
+func (pg *probeGen) taskField(e *ast.Ident, path []string, t *types.Type) error {
+	offs, size, err := taskOffsets(path)
+	if err != nil {
+		return pg.errorf(e.Pos, "%s needs kernel BTF: %v", e.Name, err)
+	}
+	tmp := pg.allocScratch(8)
+	pg.call(asm.FnGetCurrentTask)
+	for i, off := range offs {
+		n := 8
+		if i == len(offs)-1 {
+			n = size
+		}
+		pg.emit(storeImm(regState, int16(tmp), 0, asm.DWord))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(off)))
+		pg.addrOf(asm.R1, regState, tmp)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+		pg.call(asm.FnProbeReadKernel)
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), asm.DWord))
+	}
+	pg.normalize(asm.R0, size, t.Signed)
+	return nil
+}

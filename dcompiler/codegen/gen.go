@@ -1,0 +1,456 @@
+// Package codegen turns a checked D program into BPF: one program per
+// matched probe, running that probe's clauses in program order against a
+// per-CPU machine state, plus the specs of the maps they share.
+//
+// Registers in generated code: R6 holds the probe's context, R9 the machine
+// state, R8 the globals value and R7 the output record being written by the
+// current clause. R0-R5 are scratch; temporaries spill to the stack.
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Prologuer emits a probe's prologue (a providers.Registry).
+type Prologuer interface {
+	Prologue(pr *providers.Probe, p *providers.Prologue) error
+}
+
+// Options size the generated maps and strings.
+type Options struct {
+	Providers Prologuer
+	StrSize   int // bytes per string, including the NUL
+	BufSize   int // ring buffer bytes (a power of two, at least a page)
+	AggSize   int // bytes per aggregation map, to derive its entry count
+}
+
+// Output is the generated code.
+type Output struct {
+	Programs []*Program
+	Maps     map[string]*ebpf.MapSpec
+	Records  map[uint32]*Record
+	Aggs     []*AggLayout
+	Globals  []*Var
+}
+
+// Program is the BPF program of one probe.
+type Program struct {
+	Probe *providers.Probe
+	Spec  *ebpf.ProgramSpec
+}
+
+const (
+	regCtx    = asm.R6
+	regRecord = asm.R7
+	regGlob   = asm.R8
+	regState  = asm.R9
+)
+
+// Stack layout: fp-8 holds a zero u32 key; temporaries below it.
+const (
+	stackKey   = -8
+	stackTemps = -16
+	maxTemps   = 56
+)
+
+// Generate generates code for in.
+func Generate(in *check.Info, opts Options) (*Output, error) {
+	if opts.StrSize <= 0 {
+		opts.StrSize = 256
+	}
+	if opts.BufSize <= 0 {
+		opts.BufSize = 4 << 20
+	}
+	if opts.AggSize <= 0 {
+		opts.AggSize = 4 << 20
+	}
+	out := &Output{Maps: map[string]*ebpf.MapSpec{}, Records: map[uint32]*Record{}}
+	g := &gen{in: in, opts: opts, out: out}
+	g.layoutGlobals()
+	g.layoutAggs()
+	epid := uint32(1)
+	scratch := 0
+	for _, pr := range in.Probes {
+		pg := &probeGen{gen: g, probe: pr}
+		prog, err := pg.program(&epid)
+		if err != nil {
+			return nil, err
+		}
+		out.Programs = append(out.Programs, prog)
+		scratch = max(scratch, pg.scratchUsed)
+	}
+	g.maps(stScratch + scratch)
+	return out, nil
+}
+
+type gen struct {
+	in      *check.Info
+	opts    Options
+	out     *Output
+	globals map[string]*Var
+	aggs    map[string]*AggLayout
+	glSize  int
+	file    *source.File // of the clause being generated
+	keyMax  int          // bytes of the largest aggregation key
+	valMax  int          // bytes of the largest aggregation value
+}
+
+func (g *gen) errorf(p source.Pos, format string, args ...any) error {
+	return source.Errorf(g.file, p, "D_CODEGEN", format, args...)
+}
+
+func (g *gen) layoutGlobals() {
+	g.globals = map[string]*Var{}
+	off := glVars
+	for _, v := range g.in.Globals {
+		gv := &Var{Var: v, Off: off}
+		g.globals[v.Name] = gv
+		g.out.Globals = append(g.out.Globals, gv)
+		if v.Type.IsString() {
+			off += align8(v.Type.Size)
+		} else {
+			off += 8
+		}
+	}
+	g.glSize = off
+}
+
+func (g *gen) layoutAggs() {
+	g.aggs = map[string]*AggLayout{}
+	for _, a := range g.in.Aggs {
+		l := &AggLayout{Agg: a, Map: AggMap(a.ID), Array: len(a.Keys) == 0}
+		off := 0
+		for _, k := range a.Keys {
+			size := 8
+			if k.IsString() {
+				size = align8(k.Size)
+			}
+			l.Keys = append(l.Keys, Datum{Off: off, Size: size, Type: k})
+			off += size
+		}
+		l.KeySize = off
+		if l.Array {
+			l.KeySize = 4
+		}
+		switch a.Func {
+		case "count":
+			l.ValueSize = 8
+		default:
+			l.ValueSize = 16
+		}
+		g.keyMax = max(g.keyMax, l.KeySize)
+		g.valMax = max(g.valMax, l.ValueSize)
+		g.aggs[a.Name] = l
+		g.out.Aggs = append(g.out.Aggs, l)
+	}
+}
+
+// maps declares the maps the programs use.
+func (g *gen) maps(stateSize int) {
+	g.out.Maps[StateMap] = &ebpf.MapSpec{
+		Name: StateMap, Type: ebpf.PerCPUArray, KeySize: 4,
+		ValueSize: uint32(align8(stateSize)), MaxEntries: 1,
+	}
+	g.out.Maps[GlobalsMap] = &ebpf.MapSpec{
+		Name: GlobalsMap, Type: ebpf.Array, KeySize: 4,
+		ValueSize: uint32(g.glSize), MaxEntries: 1,
+	}
+	g.out.Maps[EventsMap] = &ebpf.MapSpec{
+		Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(g.opts.BufSize),
+	}
+	for _, l := range g.out.Aggs {
+		spec := &ebpf.MapSpec{
+			Name: l.Map, Type: ebpf.PerCPUHash, KeySize: uint32(l.KeySize),
+			ValueSize: uint32(l.ValueSize),
+		}
+		if l.Array {
+			spec.Type = ebpf.PerCPUArray
+			spec.MaxEntries = 1
+		} else {
+			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
+			spec.MaxEntries = uint32(max(n, 1024))
+		}
+		g.out.Maps[l.Map] = spec
+	}
+}
+
+// probeGen generates the program of one probe.
+type probeGen struct {
+	*gen
+	emitter
+	probe       *providers.Probe
+	clause      *check.Clause
+	env         *check.Env
+	depth       int // temporaries in use on the stack
+	scratch     int // scratch bytes in use by the current clause
+	scratchUsed int
+	actions     int // actions so far in the current clause
+	record      *Record
+	recOff      int    // next free byte in the record
+	fault       string // where a fault in the current clause jumps
+	raised      map[string]bool
+	epid        uint32
+}
+
+func (pg *probeGen) isDTrace() bool { return pg.probe.Provider == "dtrace" }
+
+func (pg *probeGen) program(epid *uint32) (*Program, error) {
+	pg.env = &check.Env{Probe: pg.probe}
+	pg.raised = map[string]bool{}
+	pg.emit(asm.Mov.Reg(regCtx, asm.R1))
+	pg.emit(storeImm(asm.RFP, stackKey, 0, asm.DWord))
+	pg.lookupZero(StateMap, "exit")
+	pg.emit(asm.Mov.Reg(regState, asm.R0))
+	pg.lookupZero(GlobalsMap, "exit")
+	pg.emit(asm.Mov.Reg(regGlob, asm.R0))
+	if !pg.isDTrace() {
+		// Probes fire only while tracing is active: not before BEGIN has
+		// run, and not after exit() or END.
+		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+		pg.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
+	}
+	pro := &providers.Prologue{
+		Ctx: regCtx, State: regState,
+		ArgOffset:   func(i int) int16 { return int16(StArgs + 8*i) },
+		ErrnoOffset: StErrno,
+		Skip:        "exit",
+	}
+	if err := pg.opts.Providers.Prologue(pg.probe, pro); err != nil {
+		return nil, fmt.Errorf("probe %s: %w", pg.probe, err)
+	}
+	pg.emit(pro.Insns...)
+	for _, cl := range pg.in.ClausesOf[pg.probe.ID] {
+		pg.epid = *epid
+		*epid++
+		if err := pg.genClause(cl); err != nil {
+			return nil, err
+		}
+	}
+	pg.label("exit")
+	pg.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	spec := &ebpf.ProgramSpec{
+		Name:         progName(pg.probe),
+		Type:         pg.probe.ProgType,
+		AttachType:   pg.probe.AttachType,
+		Instructions: pg.insns,
+		License:      "GPL",
+	}
+	return &Program{Probe: pg.probe, Spec: spec}, nil
+}
+
+// progName is a kernel-acceptable name for a probe's program.
+func progName(p *providers.Probe) string {
+	b := []byte(fmt.Sprintf("d%d_%s", p.ID, p.Name))
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 15 {
+		b = b[:15]
+	}
+	return string(b)
+}
+
+// lookupZero looks up key 0 of an array map into R0, jumping to fail when
+// the lookup fails (it cannot for arrays, but the verifier wants the check).
+func (pg *probeGen) lookupZero(m, fail string) {
+	pg.mapPtr(asm.R1, m)
+	pg.addrOf(asm.R2, asm.RFP, stackKey)
+	pg.call(asm.FnMapLookupElem)
+	pg.emit(asm.JEq.Imm(asm.R0, 0, fail))
+}
+
+// genClause generates one clause: predicate, record reservation, actions.
+func (pg *probeGen) genClause(cl *check.Clause) error {
+	pg.clause = cl
+	pg.file = cl.File
+	pg.scratch = 0
+	pg.actions = 0
+	end := pg.newLabel("clause_end")
+	pfault := pg.newLabel("pred_fault")
+	pg.fault = pfault
+	if cl.Pred != nil {
+		if err := pg.expr(cl.Pred); err != nil {
+			return err
+		}
+		pg.emit(asm.JEq.Imm(asm.R0, 0, end))
+	}
+	rec, err := pg.layoutRecord(cl)
+	if err != nil {
+		return err
+	}
+	pg.record = rec
+	bfault := pg.newLabel("body_fault")
+	if rec != nil {
+		pg.reserve(rec.Size, end)
+		pg.fault = bfault
+	}
+	for i, s := range cl.Body {
+		pg.actions = i + 1
+		if err := pg.stmts([]ast.Stmt{s}); err != nil {
+			return err
+		}
+	}
+	if rec != nil {
+		flags := int32(1) // BPF_RB_NO_WAKEUP: the consumer polls
+		if hasExit(rec) {
+			flags = 2 // BPF_RB_FORCE_WAKEUP: stop promptly
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, flags))
+		pg.call(asm.FnRingbufSubmit)
+	}
+	// Faults: drop the clause's record, report the fault, go on with the
+	// next clause. Handlers nothing jumps to are left out: the verifier
+	// rejects unreachable code.
+	if pg.raised[bfault] || pg.raised[pfault] {
+		pg.emit(asm.Ja.Label(end))
+	}
+	if pg.raised[bfault] {
+		pg.label(bfault)
+		pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, 0))
+		pg.call(asm.FnRingbufDiscard)
+	}
+	if pg.raised[bfault] || pg.raised[pfault] {
+		pg.label(pfault)
+		pg.faultRecord(end)
+	}
+	pg.label(end)
+	pg.record = nil
+	pg.scratchUsed = max(pg.scratchUsed, pg.scratch+pg.keyMax+pg.valMax)
+	return nil
+}
+
+func hasExit(r *Record) bool {
+	for _, a := range r.Actions {
+		if a.Kind == ActExit {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve reserves size bytes of ring buffer into R7 and writes the
+// header; on failure it counts a drop and skips to end.
+func (pg *probeGen) reserve(size int, end string) {
+	ok := pg.newLabel("reserved")
+	pg.mapPtr(asm.R1, EventsMap)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(size)), asm.Mov.Imm(asm.R3, 0))
+	pg.call(asm.FnRingbufReserve)
+	pg.emit(asm.JNE.Imm(asm.R0, 0, ok))
+	pg.count(StDrops)
+	pg.emit(asm.Ja.Label(end))
+	pg.label(ok)
+	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
+	pg.emit(storeImm(regRecord, HdrEPID, int64(pg.epid), asm.Word))
+	pg.call(asm.FnGetSmpProcessorId)
+	pg.emit(asm.StoreMem(regRecord, HdrCPU, asm.R0, asm.Word))
+	pg.call(asm.FnKtimeGetNs)
+	pg.emit(asm.StoreMem(regRecord, HdrTimestamp, asm.R0, asm.DWord))
+}
+
+// count adds one to the per-CPU counter at state offset off.
+func (pg *probeGen) count(off int16) {
+	pg.emit(asm.LoadMem(asm.R1, regState, off, asm.DWord))
+	pg.emit(asm.Add.Imm(asm.R1, 1))
+	pg.emit(asm.StoreMem(regState, off, asm.R1, asm.DWord))
+}
+
+// faultRecord writes a fault record from the state's fault fields.
+func (pg *probeGen) faultRecord(end string) {
+	ok := pg.newLabel("fault_reserved")
+	pg.mapPtr(asm.R1, EventsMap)
+	pg.emit(asm.Mov.Imm(asm.R2, FltSize), asm.Mov.Imm(asm.R3, 0))
+	pg.call(asm.FnRingbufReserve)
+	pg.emit(asm.JNE.Imm(asm.R0, 0, ok))
+	pg.count(StDrops)
+	pg.emit(asm.Ja.Label(end))
+	pg.label(ok)
+	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
+	pg.emit(storeImm(regRecord, HdrEPID, -1, asm.Word))
+	pg.call(asm.FnGetSmpProcessorId)
+	pg.emit(asm.StoreMem(regRecord, HdrCPU, asm.R0, asm.Word))
+	pg.call(asm.FnKtimeGetNs)
+	pg.emit(asm.StoreMem(regRecord, HdrTimestamp, asm.R0, asm.DWord))
+	pg.emit(storeImm(regRecord, FltEPID, int64(pg.epid), asm.DWord))
+	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultAction, FltAction}, {StFaultAddr, FltAddr}} {
+		pg.emit(asm.LoadMem(asm.R1, regState, f[0], asm.DWord))
+		pg.emit(asm.StoreMem(regRecord, f[1], asm.R1, asm.DWord))
+	}
+	pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, 2))
+	pg.call(asm.FnRingbufSubmit)
+}
+
+// raise records a fault of code at the current action, with the address in
+// register addr (or none), and jumps to the clause's fault handler.
+func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
+	if hasAddr {
+		pg.emit(asm.StoreMem(regState, StFaultAddr, addr, asm.DWord))
+	} else {
+		pg.emit(storeImm(regState, StFaultAddr, 0, asm.DWord))
+	}
+	pg.emit(storeImm(regState, StFaultCode, int64(code), asm.DWord))
+	pg.emit(storeImm(regState, StFaultAction, int64(pg.actions), asm.DWord))
+	pg.emit(asm.Ja.Label(pg.fault))
+	pg.raised[pg.fault] = true
+}
+
+// allocScratch reserves n bytes of state scratch for the current clause.
+func (pg *probeGen) allocScratch(n int) int {
+	off := stScratch + pg.keyMax + pg.valMax + pg.scratch
+	pg.scratch += align8(n)
+	return off
+}
+
+// push spills R0 to a new stack temporary and returns its offset.
+func (pg *probeGen) push() (int16, error) {
+	if pg.depth >= maxTemps {
+		return 0, fmt.Errorf("expression too complex")
+	}
+	off := int16(stackTemps - 8*pg.depth)
+	pg.depth++
+	pg.emit(asm.StoreMem(asm.RFP, off, asm.R0, asm.DWord))
+	return off, nil
+}
+
+// pop releases the newest stack temporary, loading it into r.
+func (pg *probeGen) pop(r asm.Register) {
+	pg.depth--
+	off := int16(stackTemps - 8*pg.depth)
+	pg.emit(asm.LoadMem(r, asm.RFP, off, asm.DWord))
+}
+
+func (pg *probeGen) stmts(list []ast.Stmt) error {
+	for _, s := range list {
+		switch s := s.(type) {
+		case *ast.ExprStmt:
+			if err := pg.stmt(s.X); err != nil {
+				return err
+			}
+		case *ast.IfStmt:
+			els, end := pg.newLabel("else"), pg.newLabel("endif")
+			if err := pg.expr(s.Cond); err != nil {
+				return err
+			}
+			pg.emit(asm.JEq.Imm(asm.R0, 0, els))
+			if err := pg.stmts(s.Then); err != nil {
+				return err
+			}
+			pg.emit(asm.Ja.Label(end))
+			pg.label(els)
+			if err := pg.stmts(s.Else); err != nil {
+				return err
+			}
+			pg.label(end)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package codegen
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// kernelSpec loads the kernel's BTF once, and only when a program reads a
+// kernel structure: it costs tens of milliseconds.
+var kernelSpec = sync.OnceValues(btf.LoadKernelSpec)
+
+// taskOffsets resolves a member path from struct task_struct. Each offset
+// in the result is one read: a pointer member ends a read and the next
+// offset applies to what it points at. size is the last member's size.
+func taskOffsets(path []string) (offs []int, size int, err error) {
+	spec, err := kernelSpec()
+	if err != nil {
+		return nil, 0, err
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return nil, 0, err
+	}
+	var t btf.Type = task
+	off := 0
+	for i, name := range path {
+		s, ok := btf.UnderlyingType(t).(*btf.Struct)
+		if !ok {
+			return nil, 0, fmt.Errorf("%s is not a struct member", name)
+		}
+		m, err := member(s, name)
+		if err != nil {
+			return nil, 0, err
+		}
+		off += int(m.Offset.Bytes())
+		t = m.Type
+		if p, ok := btf.UnderlyingType(t).(*btf.Pointer); ok && i < len(path)-1 {
+			offs = append(offs, off)
+			off = 0
+			t = p.Target
+		}
+	}
+	sz, err := btf.Sizeof(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(offs, off), sz, nil
+}
+
+func member(s *btf.Struct, name string) (*btf.Member, error) {
+	for i := range s.Members {
+		if s.Members[i].Name == name {
+			return &s.Members[i], nil
+		}
+	}
+	return nil, fmt.Errorf("struct %s has no member %s", s.Name, name)
+}

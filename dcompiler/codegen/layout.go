@@ -1,0 +1,131 @@
+package codegen
+
+import (
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Map names the generated code refers to.
+const (
+	StateMap   = "state"   // per-CPU machine state (arguments, counters, scratch)
+	GlobalsMap = "globals" // one value: activity, clock offset, global variables
+	EventsMap  = "events"  // ring buffer of output records
+)
+
+// AggMap is the name of aggregation id's map.
+func AggMap(id int) string { return "agg_" + itoa(id) }
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+// The machine state, one per CPU.
+const (
+	StArgs        = 0  // arg0..arg9
+	StErrno       = 80 // errno of the current syscall return
+	StDrops       = 88 // ring buffer reservations that failed
+	StAggDrops    = 96 // aggregation updates that found the map full
+	StFaultCode   = 104
+	StFaultAddr   = 112
+	StFaultAction = 120
+	stScratch     = 128 // keys, values and string temporaries
+)
+
+// The globals value.
+const (
+	GlActivity   = 0 // Inactive, Active or Draining
+	GlWallOffset = 8 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+	glVars       = 16
+)
+
+// Activity states, as DTrace names them.
+const (
+	Inactive = 0
+	Active   = 1
+	Draining = 2
+)
+
+// Record header: every ring-buffer record starts with these.
+const (
+	HdrEPID      = 0 // u32 enabled-probe id, or FaultEPID
+	HdrCPU       = 4 // u32
+	HdrTimestamp = 8 // u64
+	HdrSize      = 16
+)
+
+// FaultEPID marks a fault record. Its body is FaultBody.
+const FaultEPID = 0xffffffff
+
+// Fault record body offsets (after the header).
+const (
+	FltEPID   = 16 // u64 enabled-probe id that faulted
+	FltCode   = 24 // u64 DTrace fault code
+	FltAction = 32 // u64 1-based action index, 0 for the predicate
+	FltAddr   = 40 // u64 address involved
+	FltSize   = 48
+)
+
+// DTrace's fault codes.
+const (
+	FaultBadAddr = 1
+	FaultDivZero = 4
+)
+
+// Datum is one value in a record.
+type Datum struct {
+	Off  int
+	Size int
+	Type *types.Type
+}
+
+// ActionKind is a data-recording action.
+type ActionKind int
+
+const (
+	ActPrintf ActionKind = iota
+	ActTrace
+	ActExit
+)
+
+// Action is a recording action and where its data sits in the record.
+type Action struct {
+	Kind   ActionKind
+	Index  int // 1-based position among the clause's actions
+	Format *printf.Format
+	Args   []Datum
+}
+
+// Record is the layout of the records one enabled probe (a clause on a
+// probe) writes.
+type Record struct {
+	EPID    uint32
+	Probe   *providers.Probe
+	Clause  int
+	Size    int
+	Actions []Action
+}
+
+// AggLayout says how an aggregation is stored.
+type AggLayout struct {
+	*check.Agg
+	Map       string
+	Keys      []Datum // offsets within the key
+	KeySize   int
+	ValueSize int  // value[0] is the number of updates, then the function's data
+	Array     bool // no keys: a one-entry per-CPU array
+}
+
+// Var is a global variable's place in the globals value.
+type Var struct {
+	*check.Var
+	Off int
+}

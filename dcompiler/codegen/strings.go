@@ -1,0 +1,243 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// strInto writes string expression e, NUL-terminated and at most size
+// bytes, to base+off. base must be a callee-saved register (R7, R8, R9).
+func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error {
+	switch e := e.(type) {
+	case *ast.Paren:
+		return pg.strInto(e.X, base, off, size)
+	case *ast.StrLit:
+		pg.literal(e.Val, base, off, size)
+		return nil
+	case *ast.MacroVar:
+		_, s, _, err := pg.in.Macro(e)
+		if err != nil {
+			return err
+		}
+		pg.literal(s, base, off, size)
+		return nil
+	case *ast.Ident:
+		if v := pg.globals[e.Name]; v != nil {
+			pg.addrOf(asm.R3, regGlob, v.Off)
+			pg.readStr(base, off, min(size, v.Type.Size), asm.FnProbeReadKernelStr)
+			return nil
+		}
+		switch e.Name {
+		case "execname":
+			pg.addrOf(asm.R1, base, off)
+			pg.emit(asm.Mov.Imm(asm.R2, int32(min(size, 16))))
+			pg.call(asm.FnGetCurrentComm)
+			return nil
+		case "probeprov", "probemod", "probefunc", "probename":
+			pg.literal(check.ProbeString(e.Name, pg.probe), base, off, size)
+			return nil
+		}
+	case *ast.Cond:
+		f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
+		if err := pg.expr(e.C); err != nil {
+			return err
+		}
+		pg.emit(asm.JEq.Imm(asm.R0, 0, f))
+		if err := pg.strInto(e.T, base, off, size); err != nil {
+			return err
+		}
+		pg.emit(asm.Ja.Label(end))
+		pg.label(f)
+		if err := pg.strInto(e.F, base, off, size); err != nil {
+			return err
+		}
+		pg.label(end)
+		return nil
+	case *ast.Call:
+		if e.Fn == "copyinstr" {
+			return pg.copyinstr(e, base, off, size)
+		}
+	case *ast.Unary:
+		if e.Op == "stringof" {
+			t, err := pg.typeOf(e.X)
+			if err != nil {
+				return err
+			}
+			if t.IsString() {
+				return pg.strInto(e.X, base, off, size)
+			}
+			if err := pg.expr(e.X); err != nil {
+				return err
+			}
+			pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+			pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
+			return nil
+		}
+	case *ast.Member:
+		return pg.fieldStr(e, base, off, size)
+	}
+	return pg.errorf(e.Start(), "string expression is not supported here")
+}
+
+// literal stores s (cut to size-1 bytes) and its NUL.
+func (pg *probeGen) literal(s string, base asm.Register, off, size int) {
+	if len(s) > size-1 {
+		s = s[:size-1]
+	}
+	b := append([]byte(s), 0)
+	pg.bytes(base, off, b)
+}
+
+// readStr calls a probe-read-str helper: dst base+off, size, src in R3.
+func (pg *probeGen) readStr(base asm.Register, off, size int, fn asm.BuiltinFunc) {
+	pg.addrOf(asm.R1, base, off)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
+	pg.call(fn)
+}
+
+// copyinstr copies a user-space string, faulting on a bad address.
+func (pg *probeGen) copyinstr(e *ast.Call, base asm.Register, off, size int) error {
+	if len(e.Args) == 2 {
+		// copyinstr(addr, maxlen): the buffer is at most maxlen+1.
+		if lit, ok := e.Args[1].(*ast.IntLit); ok && int(lit.Val)+1 < size {
+			size = int(lit.Val) + 1
+		}
+	}
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	tmp, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.readStr(base, off, size, asm.FnProbeReadUserStr)
+	ok := pg.newLabel("copyin_ok")
+	pg.emit(asm.JSGE.Imm(asm.R0, 0, ok))
+	pg.emit(asm.LoadMem(asm.R1, asm.RFP, tmp, asm.DWord))
+	pg.depth--
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.depth++
+	pg.label(ok)
+	pg.depth--
+	return nil
+}
+
+// fieldStr copies a string tracepoint field (char[N] or __data_loc).
+func (pg *probeGen) fieldStr(e *ast.Member, base asm.Register, off, size int) error {
+	f := check.ArgField(pg.probe, e.Name)
+	if f == nil {
+		return pg.errorf(e.Pos, "args->%s is not available on %s", e.Name, pg.probe)
+	}
+	switch f.Kind {
+	case providers.ArgArray:
+		pg.addrOf(asm.R3, regCtx, f.Offset)
+		pg.readStr(base, off, min(size, f.Size+1), asm.FnProbeReadKernelStr)
+	case providers.ArgDataLoc:
+		pg.emit(asm.LoadMem(asm.R3, regCtx, int16(f.Offset), asm.Word))
+		pg.emit(asm.And.Imm(asm.R3, 0xffff))
+		pg.emit(asm.Add.Reg(asm.R3, regCtx))
+		pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
+	case providers.ArgPointer:
+		pg.emit(asm.LoadMem(asm.R3, regCtx, int16(f.Offset), asm.DWord))
+		pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
+	default:
+		return pg.errorf(e.Pos, "args->%s is not a string", e.Name)
+	}
+	return nil
+}
+
+// strCompare compares two strings into R0 (1 or 0), byte by byte up to
+// the shorter buffer, stopping at the first NUL.
+func (pg *probeGen) strCompare(e *ast.Binary) error {
+	xt, err := pg.typeOf(e.X)
+	if err != nil {
+		return err
+	}
+	yt, err := pg.typeOf(e.Y)
+	if err != nil {
+		return err
+	}
+	xo := pg.allocScratch(xt.Size)
+	if err := pg.strInto(e.X, regState, xo, xt.Size); err != nil {
+		return err
+	}
+	// A literal on the right is compared against immediates.
+	lit, isLit := literalOf(pg, e.Y)
+	yo := 0
+	if !isLit {
+		yo = pg.allocScratch(yt.Size)
+		if err := pg.strInto(e.Y, regState, yo, yt.Size); err != nil {
+			return err
+		}
+	}
+	n := min(xt.Size, yt.Size)
+	if isLit {
+		n = min(xt.Size, len(lit)+1)
+	}
+	less, greater, equal, done := pg.newLabel("lt"), pg.newLabel("gt"), pg.newLabel("eq"), pg.newLabel("cmp_done")
+	jumpedEqual := false
+	for i := 0; i < n; i++ {
+		jumpedEqual = false
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(xo+i), asm.Byte))
+		var b int32
+		if isLit {
+			if i < len(lit) {
+				b = int32(lit[i])
+			}
+			pg.emit(asm.JLT.Imm(asm.R1, b, less))
+			pg.emit(asm.JGT.Imm(asm.R1, b, greater))
+			if b == 0 {
+				pg.emit(asm.Ja.Label(equal))
+				jumpedEqual = true
+			}
+			continue
+		}
+		pg.emit(asm.LoadMem(asm.R2, regState, int16(yo+i), asm.Byte))
+		pg.emit(asm.JLT.Reg(asm.R1, asm.R2, less))
+		pg.emit(asm.JGT.Reg(asm.R1, asm.R2, greater))
+		pg.emit(asm.JEq.Imm(asm.R1, 0, equal))
+	}
+	if !jumpedEqual {
+		pg.emit(asm.Ja.Label(equal))
+	}
+	// R1 = -1, 0 or 1 as strcmp, then the comparison against zero.
+	pg.label(less)
+	pg.emit(asm.Mov.Imm(asm.R1, -1), asm.Ja.Label(done))
+	pg.label(greater)
+	pg.emit(asm.Mov.Imm(asm.R1, 1), asm.Ja.Label(done))
+	pg.label(equal)
+	pg.emit(asm.Mov.Imm(asm.R1, 0))
+	pg.label(done)
+	yes := pg.newLabel("true")
+	pg.emit(asm.Mov.Imm(asm.R0, 1))
+	pg.emit(compareJumps[e.Op][1].Imm(asm.R1, 0, yes))
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	pg.label(yes)
+	return nil
+}
+
+// literalOf returns the constant string value of e, if it has one.
+func literalOf(pg *probeGen, e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.Paren:
+		return literalOf(pg, e.X)
+	case *ast.StrLit:
+		return e.Val, true
+	case *ast.MacroVar:
+		_, s, isStr, err := pg.in.Macro(e)
+		return s, isStr && err == nil
+	case *ast.Ident:
+		switch e.Name {
+		case "probeprov", "probemod", "probefunc", "probename":
+			return check.ProbeString(e.Name, pg.probe), true
+		}
+	}
+	return "", false
+}
+
+var _ = types.IntT

@@ -1,0 +1,88 @@
+// Package dcompiler compiles D programs to BPF.
+//
+// The stages are packages of their own, run in pipeline order:
+// lexer → parser (ast) → check (probes, symbols, types) → codegen (BPF
+// instructions and map specs). Compile joins them.
+package dcompiler
+
+import (
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/dcompiler/parser"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Providers is what the compiler needs of the providers: matching probe
+// descriptions and emitting probe prologues (a *providers.Registry).
+type Providers interface {
+	check.Matcher
+	codegen.Prologuer
+}
+
+// Options are a compilation's inputs besides the source.
+type Options struct {
+	Providers   Providers
+	Macros      []string // $0 (the script name), $1, ...
+	Target      int      // $target
+	StrSize     int
+	BufSize     int
+	AggSize     int
+	AllowZero   bool // -Z
+	Destructive bool // -w
+	DefaultArgs bool
+}
+
+// Program is a compiled D program.
+type Program struct {
+	Files []*source.File
+	Info  *check.Info
+	Code  *codegen.Output
+}
+
+// Compile compiles D source files as one program. Errors are
+// *source.Error (with file, line and column) or *check.NoMatchError.
+func Compile(files []*source.File, opts Options) (*Program, error) {
+	tree := &ast.Program{Files: files}
+	for _, f := range files {
+		t, err := parser.Parse(f)
+		if err != nil {
+			return nil, err
+		}
+		tree.Clauses = append(tree.Clauses, t.Clauses...)
+		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
+	}
+	info, err := check.Check(tree, check.Options{
+		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
+		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
+		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	code, err := codegen.Generate(info, codegen.Options{
+		Providers: opts.Providers, StrSize: opts.StrSize,
+		BufSize: opts.BufSize, AggSize: opts.AggSize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Program{Files: files, Info: info, Code: code}, nil
+}
+
+// Probes lists the program's matched probes.
+func (p *Program) Probes() []*providers.Probe { return p.Info.Probes }
+
+// MatchedIn counts the distinct probes the clauses of file f matched.
+func (p *Program) MatchedIn(f *source.File) int {
+	seen := map[int]bool{}
+	for _, c := range p.Info.Clauses {
+		if c.File == f {
+			for _, pr := range c.Probes {
+				seen[pr.ID] = true
+			}
+		}
+	}
+	return len(seen)
+}

@@ -1,0 +1,58 @@
+package parser
+
+import (
+	"testing"
+
+	"github.com/dstar-trace/dstar/dcompiler/lexer"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+)
+
+var seeds = []string{
+	`BEGIN { printf("hello, world\n"); exit(0); }`,
+	`syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); }`,
+	`profile-997 /arg0/ { @a[execname, pid] = sum(arg1 * 2 + 1); } tick-1s { trace(x ? y : z); }`,
+	`#pragma D option quiet
+	sdt:sched::sched_process_exec { printf("%s %d\n", args->filename, (int)args->pid); }`,
+	`BEGIN { x = 'a' + 0x1fUL - 077; y = "\x41\101\n"; i++; --j; z = sizeof(int); }`,
+	`/* c */ a:b:c:d, e::f: /x/ { if (x) { y = 1; } else z = 2; }`,
+}
+
+// FuzzLexer checks that scanning never panics and always advances.
+func FuzzLexer(f *testing.F) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		lx := lexer.New(source.NewFile("f.d", src))
+		for i := 0; i <= len(src)+1; i++ {
+			tok, err := lx.Next()
+			if err != nil || tok.Kind == lexer.EOF {
+				return
+			}
+		}
+		t.Fatalf("lexer did not reach the end of %q", src)
+	})
+}
+
+// FuzzParse checks that parsing never panics and that every error carries
+// a position inside the source.
+func FuzzParse(f *testing.F) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		file := source.NewFile("f.d", src)
+		_, err := Parse(file)
+		if err == nil {
+			return
+		}
+		se, ok := err.(*source.Error)
+		if !ok {
+			t.Fatalf("error without position: %v", err)
+		}
+		if int(se.Pos) < 0 || int(se.Pos) > len(src) {
+			t.Fatalf("error position %d outside source of %d bytes", se.Pos, len(src))
+		}
+		_ = se.Excerpt()
+	})
+}

@@ -1,0 +1,630 @@
+// Package parser builds a D syntax tree (package ast) from source text.
+//
+// It is a recursive-descent parser with C's operator precedence and
+// associativity, plus D's ^^ (between || and &&). Errors use DTrace's words,
+// "syntax error near X", at the offending token.
+package parser
+
+import (
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/lexer"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+)
+
+// Parse parses a whole D program.
+func Parse(f *source.File) (*ast.Program, error) {
+	p := &parser{f: f, lx: lexer.New(f)}
+	prog, err := p.program()
+	if err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
+// ParseExpr parses a single D expression (used by tests and tools).
+func ParseExpr(f *source.File) (ast.Expr, error) {
+	p := &parser{f: f, lx: lexer.New(f)}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	x, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	if p.tok.Kind != lexer.EOF {
+		return nil, p.syntaxError()
+	}
+	return x, nil
+}
+
+type parser struct {
+	f      *source.File
+	lx     *lexer.Lexer
+	tok    lexer.Token
+	inPred bool // a '/' may close the predicate
+}
+
+// endsPredicate reports whether the current '/' closes a predicate: it does
+// when what follows cannot continue an expression (as DTrace's lexer decides).
+func (p *parser) endsPredicate() bool {
+	switch p.lx.PeekByte() {
+	case '{', 0, ';':
+		return true
+	}
+	return false
+}
+
+// next advances to the next C-mode token.
+func (p *parser) next() error {
+	t, err := p.lx.Next()
+	if err != nil {
+		return err
+	}
+	p.tok = t
+	return nil
+}
+
+func (p *parser) syntaxError() error {
+	if p.tok.Kind == lexer.EOF {
+		return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near end of input")
+	}
+	text := p.tok.Text
+	if p.tok.Kind == lexer.String {
+		text = "\"" + p.tok.Text + "\""
+	}
+	if p.tok.Kind == lexer.Agg {
+		text = "@" + text
+	}
+	if p.tok.Kind == lexer.Macro {
+		text = "$" + text
+	}
+	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
+}
+
+// expect consumes operator op or fails with a syntax error.
+func (p *parser) expect(op string) error {
+	if !p.tok.Is(op) {
+		return p.syntaxError()
+	}
+	return p.next()
+}
+
+func (p *parser) program() (*ast.Program, error) {
+	prog := &ast.Program{Files: []*source.File{p.f}}
+	for {
+		t, err := p.lx.NextOuter()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case t.Kind == lexer.EOF:
+			return prog, nil
+		case t.Kind == lexer.Pragma:
+			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
+		case t.Is(";"):
+		case t.Kind == lexer.ProbeDesc:
+			c, err := p.clause(t)
+			if err != nil {
+				return nil, err
+			}
+			prog.Clauses = append(prog.Clauses, c)
+		default:
+			p.tok = t
+			return nil, p.syntaxError()
+		}
+	}
+}
+
+// clause parses the rest of a clause whose first description is first.
+func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
+	c := &ast.Clause{File: p.f, Pos: first.Pos}
+	c.Descs = append(c.Descs, &ast.ProbeDesc{Pos: first.Pos, Text: first.Text})
+	var t lexer.Token
+	var err error
+	for {
+		if t, err = p.lx.NextOuter(); err != nil {
+			return nil, err
+		}
+		if !t.Is(",") {
+			break
+		}
+		if t, err = p.lx.NextOuter(); err != nil {
+			return nil, err
+		}
+		if t.Kind != lexer.ProbeDesc {
+			p.tok = t
+			return nil, p.syntaxError()
+		}
+		c.Descs = append(c.Descs, &ast.ProbeDesc{Pos: t.Pos, Text: t.Text})
+	}
+	if t.Is("/") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		p.inPred = true
+		pred, err := p.expr()
+		p.inPred = false
+		if err != nil {
+			return nil, err
+		}
+		if !p.tok.Is("/") {
+			return nil, p.syntaxError()
+		}
+		c.Pred = pred
+		if t, err = p.lx.NextOuter(); err != nil {
+			return nil, err
+		}
+	}
+	if t.Kind == lexer.EOF || t.Is(";") {
+		// A clause without an action list takes the default action.
+		return c, nil
+	}
+	if !t.Is("{") {
+		p.tok = t
+		return nil, p.syntaxError()
+	}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	body, err := p.stmts()
+	if err != nil {
+		return nil, err
+	}
+	c.Body = body
+	return c, nil
+}
+
+// stmts parses statements up to and including the closing '}'.
+func (p *parser) stmts() ([]ast.Stmt, error) {
+	var list []ast.Stmt
+	for {
+		switch {
+		case p.tok.Is("}"):
+			return list, nil
+		case p.tok.Is(";"):
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			continue
+		case p.tok.Kind == lexer.EOF:
+			return nil, p.syntaxError()
+		}
+		s, err := p.stmt()
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, s)
+		// Statements are separated by ';'; the last may omit it.
+		if p.tok.Is(";") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		} else if !p.tok.Is("}") {
+			if _, isIf := s.(*ast.IfStmt); !isIf {
+				return nil, p.syntaxError()
+			}
+		}
+	}
+}
+
+func (p *parser) stmt() (ast.Stmt, error) {
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "if" {
+		return p.ifStmt()
+	}
+	x, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	return &ast.ExprStmt{X: x}, nil
+}
+
+func (p *parser) ifStmt() (ast.Stmt, error) {
+	s := &ast.IfStmt{Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	cond, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	s.Cond = cond
+	if err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if s.Then, err = p.block(); err != nil {
+		return nil, err
+	}
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "else" {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind == lexer.Ident && p.tok.Text == "if" {
+			e, err := p.ifStmt()
+			if err != nil {
+				return nil, err
+			}
+			s.Else = []ast.Stmt{e}
+		} else if s.Else, err = p.block(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// block parses "{ stmts }" or a single statement.
+func (p *parser) block() ([]ast.Stmt, error) {
+	if p.tok.Is("{") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		list, err := p.stmts()
+		if err != nil {
+			return nil, err
+		}
+		return list, p.next()
+	}
+	s, err := p.stmt()
+	if err != nil {
+		return nil, err
+	}
+	if p.tok.Is(";") {
+		return []ast.Stmt{s}, p.next()
+	}
+	return []ast.Stmt{s}, nil
+}
+
+// expr parses a comma expression.
+func (p *parser) expr() (ast.Expr, error) {
+	x, err := p.assign()
+	if err != nil {
+		return nil, err
+	}
+	for p.tok.Is(",") {
+		pos := p.tok.Pos
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		y, err := p.assign()
+		if err != nil {
+			return nil, err
+		}
+		x = &ast.Binary{Pos: pos, Op: ",", X: x, Y: y}
+	}
+	return x, nil
+}
+
+var assignOps = map[string]bool{
+	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
+}
+
+// assign parses an assignment (right-associative) or a conditional.
+func (p *parser) assign() (ast.Expr, error) {
+	x, err := p.cond()
+	if err != nil {
+		return nil, err
+	}
+	if p.tok.Kind == lexer.Op && assignOps[p.tok.Text] {
+		op, pos := p.tok.Text, p.tok.Pos
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		y, err := p.assign()
+		if err != nil {
+			return nil, err
+		}
+		return &ast.Assign{Pos: pos, Op: op, LHS: x, RHS: y}, nil
+	}
+	return x, nil
+}
+
+func (p *parser) cond() (ast.Expr, error) {
+	c, err := p.binary(0)
+	if err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("?") {
+		return c, nil
+	}
+	pos := p.tok.Pos
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	t, err := p.assign()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expect(":"); err != nil {
+		return nil, err
+	}
+	f, err := p.cond()
+	if err != nil {
+		return nil, err
+	}
+	return &ast.Cond{Pos: pos, C: c, T: t, F: f}, nil
+}
+
+// levels lists binary operators from lowest to highest precedence.
+var levels = [][]string{
+	{"||"}, {"^^"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="},
+	{"<", "<=", ">", ">="}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"},
+}
+
+func (p *parser) binary(level int) (ast.Expr, error) {
+	if level == len(levels) {
+		return p.unary()
+	}
+	x, err := p.binary(level + 1)
+	if err != nil {
+		return nil, err
+	}
+	for p.tok.Kind == lexer.Op && contains(levels[level], p.tok.Text) {
+		if p.inPred && p.tok.Text == "/" && p.endsPredicate() {
+			break
+		}
+		op, pos := p.tok.Text, p.tok.Pos
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		y, err := p.binary(level + 1)
+		if err != nil {
+			return nil, err
+		}
+		x = &ast.Binary{Pos: pos, Op: op, X: x, Y: y}
+	}
+	return x, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) unary() (ast.Expr, error) {
+	t := p.tok
+	if t.Kind == lexer.Op {
+		switch t.Text {
+		case "-", "+", "!", "~", "*", "&", "++", "--":
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			x, err := p.unary()
+			if err != nil {
+				return nil, err
+			}
+			return &ast.Unary{Pos: t.Pos, Op: t.Text, X: x}, nil
+		case "(":
+			// A parenthesised type name makes a cast.
+			save := p.lx.Offset()
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if isTypeStart(p.tok) {
+				tn, err := p.typeName()
+				if err != nil {
+					return nil, err
+				}
+				if err := p.expect(")"); err != nil {
+					return nil, err
+				}
+				x, err := p.unary()
+				if err != nil {
+					return nil, err
+				}
+				return &ast.Cast{Pos: t.Pos, Type: tn, X: x}, nil
+			}
+			p.lx.Reset(save)
+			p.tok = t
+		}
+	}
+	if t.Kind == lexer.Ident && (t.Text == "sizeof" || t.Text == "stringof") {
+		return p.sizeof()
+	}
+	return p.postfix()
+}
+
+func (p *parser) sizeof() (ast.Expr, error) {
+	t := p.tok
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Is("(") && t.Text == "sizeof" {
+		save, paren := p.lx.Offset(), p.tok
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if isTypeStart(p.tok) {
+			tn, err := p.typeName()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expect(")"); err != nil {
+				return nil, err
+			}
+			return &ast.SizeofType{Pos: t.Pos, Type: tn}, nil
+		}
+		p.lx.Reset(save)
+		p.tok = paren
+	}
+	x, err := p.unary()
+	if err != nil {
+		return nil, err
+	}
+	return &ast.Unary{Pos: t.Pos, Op: t.Text, X: x}, nil
+}
+
+// typeWords are the words that can start a type name.
+var typeWords = map[string]bool{
+	"char": true, "short": true, "int": true, "long": true, "signed": true,
+	"unsigned": true, "void": true, "struct": true, "union": true, "enum": true,
+	"string": true, "float": true, "double": true, "const": true, "volatile": true,
+	"int8_t": true, "int16_t": true, "int32_t": true, "int64_t": true,
+	"uint8_t": true, "uint16_t": true, "uint32_t": true, "uint64_t": true,
+	"intptr_t": true, "uintptr_t": true, "size_t": true, "ssize_t": true,
+	"pid_t": true, "uid_t": true, "gid_t": true, "id_t": true, "uchar_t": true,
+	"ushort_t": true, "uint_t": true, "ulong_t": true, "u_longlong_t": true,
+	"longlong_t": true,
+}
+
+func isTypeStart(t lexer.Token) bool { return t.Kind == lexer.Ident && typeWords[t.Text] }
+
+// typeName parses base-type words and pointer stars.
+func (p *parser) typeName() (*ast.TypeName, error) {
+	tn := &ast.TypeName{Pos: p.tok.Pos}
+	var words []string
+	for p.tok.Kind == lexer.Ident && typeWords[p.tok.Text] {
+		w := p.tok.Text
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if w == "const" || w == "volatile" {
+			continue
+		}
+		words = append(words, w)
+		if w == "struct" || w == "union" || w == "enum" {
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
+			words = append(words, p.tok.Text)
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for p.tok.Is("*") {
+		tn.Ptr++
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	tn.Name = strings.Join(words, " ")
+	return tn, nil
+}
+
+func (p *parser) postfix() (ast.Expr, error) {
+	x, err := p.primary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.tok
+		switch {
+		case t.Is("["):
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			var keys []ast.Expr
+			for !p.tok.Is("]") {
+				k, err := p.assign()
+				if err != nil {
+					return nil, err
+				}
+				keys = append(keys, k)
+				if p.tok.Is(",") {
+					if err := p.next(); err != nil {
+						return nil, err
+					}
+				} else if !p.tok.Is("]") {
+					return nil, p.syntaxError()
+				}
+			}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			x = &ast.Index{Pos: t.Pos, X: x, Keys: keys}
+		case t.Is("(") && isIdent(x):
+			args, err := p.args()
+			if err != nil {
+				return nil, err
+			}
+			x = &ast.Call{Pos: x.Start(), Fn: x.(*ast.Ident).Name, Args: args}
+		case t.Is(".") || t.Is("->"):
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
+			x = &ast.Member{Pos: t.Pos, X: x, Name: p.tok.Text, Arrow: t.Text == "->"}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		case t.Is("++") || t.Is("--"):
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			x = &ast.Postfix{Pos: t.Pos, Op: t.Text, X: x}
+		default:
+			return x, nil
+		}
+	}
+}
+
+func isIdent(x ast.Expr) bool { _, ok := x.(*ast.Ident); return ok }
+
+// args parses "(a, b, ...)".
+func (p *parser) args() ([]ast.Expr, error) {
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	var args []ast.Expr
+	for !p.tok.Is(")") {
+		a, err := p.assign()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, a)
+		if p.tok.Is(",") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		} else if !p.tok.Is(")") {
+			return nil, p.syntaxError()
+		}
+	}
+	return args, p.next()
+}
+
+func (p *parser) primary() (ast.Expr, error) {
+	t := p.tok
+	var x ast.Expr
+	switch t.Kind {
+	case lexer.Int:
+		x = &ast.IntLit{Pos: t.Pos, Val: t.Val, Suffix: t.Suffix, Text: t.Text}
+	case lexer.String:
+		x = &ast.StrLit{Pos: t.Pos, Val: t.Text}
+	case lexer.Ident:
+		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
+	case lexer.Macro:
+		x = &ast.MacroVar{Pos: t.Pos, Name: t.Text}
+	case lexer.Agg:
+		x = &ast.AggVar{Pos: t.Pos, Name: t.Text}
+	case lexer.Op:
+		if t.Text != "(" {
+			return nil, p.syntaxError()
+		}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		inner, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		if !p.tok.Is(")") {
+			return nil, p.syntaxError()
+		}
+		x = &ast.Paren{Pos: t.Pos, X: inner}
+	default:
+		return nil, p.syntaxError()
+	}
+	return x, p.next()
+}

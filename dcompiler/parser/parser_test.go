@@ -1,0 +1,173 @@
+package parser
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+)
+
+// render prints an expression fully parenthesised, to check precedence.
+func render(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.IntLit:
+		return e.Text
+	case *ast.StrLit:
+		return "\"" + e.Val + "\""
+	case *ast.Ident:
+		return e.Name
+	case *ast.MacroVar:
+		return "$" + e.Name
+	case *ast.AggVar:
+		return "@" + e.Name
+	case *ast.Paren:
+		return render(e.X)
+	case *ast.Unary:
+		return "(" + e.Op + render(e.X) + ")"
+	case *ast.Postfix:
+		return "(" + render(e.X) + e.Op + ")"
+	case *ast.Binary:
+		return "(" + render(e.X) + " " + e.Op + " " + render(e.Y) + ")"
+	case *ast.Assign:
+		return "(" + render(e.LHS) + " " + e.Op + " " + render(e.RHS) + ")"
+	case *ast.Cond:
+		return "(" + render(e.C) + " ? " + render(e.T) + " : " + render(e.F) + ")"
+	case *ast.Call:
+		var args []string
+		for _, a := range e.Args {
+			args = append(args, render(a))
+		}
+		return e.Fn + "(" + strings.Join(args, ", ") + ")"
+	case *ast.Index:
+		var keys []string
+		for _, a := range e.Keys {
+			keys = append(keys, render(a))
+		}
+		return render(e.X) + "[" + strings.Join(keys, ", ") + "]"
+	case *ast.Member:
+		op := "."
+		if e.Arrow {
+			op = "->"
+		}
+		return render(e.X) + op + e.Name
+	case *ast.Cast:
+		return "((" + e.Type.Name + strings.Repeat("*", e.Type.Ptr) + ")" + render(e.X) + ")"
+	case *ast.SizeofType:
+		return "sizeof(" + e.Type.Name + ")"
+	}
+	return "?"
+}
+
+func TestPrecedence(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"1 + 2 * 3", "(1 + (2 * 3))"},
+		{"1 - 2 - 3", "((1 - 2) - 3)"},
+		{"a = b = c", "(a = (b = c))"},
+		{"a || b ^^ c && d", "(a || (b ^^ (c && d)))"},
+		{"a | b ^ c & d", "(a | (b ^ (c & d)))"},
+		{"a == b < c", "(a == (b < c))"},
+		{"a << 1 + 2", "(a << (1 + 2))"},
+		{"-a * !b", "((-a) * (!b))"},
+		{"a ? b : c ? d : e", "(a ? b : (c ? d : e))"},
+		{"x += y * 2", "(x += (y * 2))"},
+		{"(int)x + 1", "(((int)x) + 1)"},
+		{"(x) + 1", "(x + 1)"},
+		{"sizeof(int) * 2", "(sizeof(int) * 2)"},
+		{"i++ + ++j", "((i++) + (++j))"},
+		{"args->filename", "args->filename"},
+		{"@a[execname, pid]", "@a[execname, pid]"},
+		{"copyinstr(arg1, 32)", "copyinstr(arg1, 32)"},
+		{"$1 + $$2 == $target", "(($1 + $$2) == $target)"},
+		{"a, b", "(a , b)"},
+		{"(unsigned long long *)p", "((unsigned long long*)p)"},
+	}
+	for _, tt := range tests {
+		x, err := ParseExpr(source.NewFile("t", tt.in))
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if got := render(x); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestClauses(t *testing.T) {
+	src := `#pragma D option quiet
+/* comment */ syscall::read:entry, syscall::write:entry
+/pid == $target/
+{
+	@[probefunc] = count(); // c++ comment
+	x = arg0 / 2;
+}
+
+profile-997 /x/ { trace(x) }
+BEGIN {}
+tick-1s`
+	p, err := Parse(source.NewFile("t.d", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Pragmas) != 1 || p.Pragmas[0].Text != "D option quiet" {
+		t.Errorf("pragmas: %+v", p.Pragmas)
+	}
+	if len(p.Clauses) != 4 {
+		t.Fatalf("got %d clauses", len(p.Clauses))
+	}
+	c := p.Clauses[0]
+	if len(c.Descs) != 2 || c.Descs[1].Text != "syscall::write:entry" {
+		t.Errorf("descs: %+v %+v", c.Descs[0], c.Descs[1])
+	}
+	if render(c.Pred) != "(pid == $target)" {
+		t.Errorf("pred: %s", render(c.Pred))
+	}
+	if len(c.Body) != 2 {
+		t.Errorf("body: %d statements", len(c.Body))
+	}
+	if got := render(c.Body[1].(*ast.ExprStmt).X); got != "(x = (arg0 / 2))" {
+		t.Errorf("division inside body: %s", got)
+	}
+	if p.Clauses[1].Descs[0].Text != "profile-997" {
+		t.Errorf("profile desc: %s", p.Clauses[1].Descs[0].Text)
+	}
+	if p.Clauses[3].Body != nil {
+		t.Errorf("bare description has a body")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"BEGIN { x = ; }", `line 1: syntax error near ";"`},
+		{"BEGIN {\n\tprintf(\"x\"\n}", `line 3: syntax error near "}"`},
+		{"BEGIN { x = 1", `line 1: syntax error near end of input`},
+		{"BEGIN { /* open", `line 1: end-of-file encountered before matching */`},
+		{"BEGIN { x = \"abc\n\"; }", `line 1: newline encountered in string literal`},
+		{"BEGIN { x = 09; }", `line 1: invalid digit in constant 09`},
+		{"BEGIN { x = 1zz; }", `line 1: invalid digit in constant 1zz`},
+		{"BEGIN /x/ y", `line 1: syntax error near end of input`},
+	}
+	for _, tt := range tests {
+		_, err := Parse(source.NewFile("t.d", tt.in))
+		if err == nil {
+			t.Errorf("%q: no error", tt.in)
+			continue
+		}
+		if err.Error() != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.in, err.Error(), tt.want)
+		}
+		if _, ok := err.(*source.Error); !ok {
+			t.Errorf("%q: error %T has no position", tt.in, err)
+		}
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	_, err := Parse(source.NewFile("x.d", "BEGIN\n{\n\tx = 1 +;\n}\n"))
+	se := err.(*source.Error)
+	want := "x.d:3:9:\n\t\tx = 1 +;\n\t\t       ^"
+	if got := se.Excerpt(); got != want {
+		t.Errorf("excerpt:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,121 @@
+// Package source holds D source text and renders positions in it.
+//
+// Positions are byte offsets into a File; they are turned into line and
+// column only when an error is shown, by the one renderer every stage of the
+// compiler shares, so that every message points at the source the same way.
+package source
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Pos is a byte offset into a File's text. NoPos means unknown.
+type Pos int
+
+// NoPos is the position of something that has no place in the source.
+const NoPos Pos = -1
+
+// File is a named D source text.
+type File struct {
+	Name  string // as the user gave it: "x.d", or "" for -n descriptions
+	Text  string
+	lines []int // offsets of line starts, built on first use
+}
+
+// NewFile returns a File for text called name.
+func NewFile(name, text string) *File { return &File{Name: name, Text: text} }
+
+// Position is a Pos resolved to 1-based line and column (column in bytes).
+type Position struct {
+	Line, Col int
+}
+
+// Position resolves p. Offsets past the end resolve to the end.
+func (f *File) Position(p Pos) Position {
+	if f.lines == nil {
+		f.lines = []int{0}
+		for i := 0; i < len(f.Text); i++ {
+			if f.Text[i] == '\n' {
+				f.lines = append(f.lines, i+1)
+			}
+		}
+	}
+	off := int(p)
+	if off < 0 {
+		off = 0
+	}
+	if off > len(f.Text) {
+		off = len(f.Text)
+	}
+	i := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
+	return Position{Line: i + 1, Col: off - f.lines[i] + 1}
+}
+
+// LineText returns the text of 1-based line n without its newline.
+func (f *File) LineText(n int) string {
+	f.Position(0)
+	if n < 1 || n > len(f.lines) {
+		return ""
+	}
+	start := f.lines[n-1]
+	end := len(f.Text)
+	if n < len(f.lines) {
+		end = f.lines[n] - 1
+	}
+	return f.Text[start:end]
+}
+
+// Error is a compile error at a position in a file.
+type Error struct {
+	File *File
+	Pos  Pos
+	Tag  string // DTrace's error tag, e.g. "D_SYNTAX"
+	Msg  string
+}
+
+// Errorf makes an Error at p.
+func Errorf(f *File, p Pos, tag, format string, args ...any) *Error {
+	return &Error{File: f, Pos: p, Tag: tag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Line is the error's 1-based line.
+func (e *Error) Line() int {
+	if e.Pos == NoPos || e.File == nil {
+		return 0
+	}
+	return e.File.Position(e.Pos).Line
+}
+
+// Error renders DTrace's form: "line N: message".
+func (e *Error) Error() string {
+	if e.Line() == 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("line %d: %s", e.Line(), e.Msg)
+}
+
+// Excerpt renders where the error is: "file:line:col", the source line, and
+// a caret under the column. Tabs in the line are kept so the caret lines up.
+func (e *Error) Excerpt() string {
+	if e.File == nil || e.Pos == NoPos {
+		return ""
+	}
+	pos := e.File.Position(e.Pos)
+	name := e.File.Name
+	if name == "" {
+		name = "<command line>"
+	}
+	line := e.File.LineText(pos.Line)
+	var caret strings.Builder
+	for i := 0; i < pos.Col-1 && i < len(line); i++ {
+		if line[i] == '\t' {
+			caret.WriteByte('\t')
+		} else {
+			caret.WriteByte(' ')
+		}
+	}
+	caret.WriteByte('^')
+	return fmt.Sprintf("%s:%d:%d:\n\t%s\n\t%s", name, pos.Line, pos.Col, line, caret.String())
+}

@@ -1,0 +1,130 @@
+// Package types describes the types of D values: C's integers and pointers,
+// D's string, and the promotion rules that decide the type of an arithmetic
+// result.
+package types
+
+import "fmt"
+
+// Kind is the broad class of a type.
+type Kind int
+
+const (
+	Void Kind = iota
+	Int
+	Pointer
+	String
+)
+
+// Type is a D type. Integers and pointers live in 64-bit registers; Size
+// says how many bytes they have in memory and where arithmetic wraps.
+type Type struct {
+	Kind   Kind
+	Size   int // bytes: 1, 2, 4, 8 for integers; buffer size for strings
+	Signed bool
+	Name   string // as DTrace spells it in messages ("int", "uint64_t", "string")
+	Elem   *Type  // pointed-to type, for pointers
+}
+
+// Common types.
+var (
+	VoidT   = &Type{Kind: Void, Name: "void"}
+	CharT   = &Type{Kind: Int, Size: 1, Signed: true, Name: "char"}
+	IntT    = &Type{Kind: Int, Size: 4, Signed: true, Name: "int"}
+	UintT   = &Type{Kind: Int, Size: 4, Name: "uint_t"}
+	LongT   = &Type{Kind: Int, Size: 8, Signed: true, Name: "long"}
+	UlongT  = &Type{Kind: Int, Size: 8, Name: "unsigned long"}
+	Int64T  = &Type{Kind: Int, Size: 8, Signed: true, Name: "int64_t"}
+	Uint64T = &Type{Kind: Int, Size: 8, Name: "uint64_t"}
+	PidT    = &Type{Kind: Int, Size: 4, Signed: true, Name: "pid_t"}
+	UidT    = &Type{Kind: Int, Size: 4, Name: "uid_t"}
+	VoidPtr = &Type{Kind: Pointer, Size: 8, Name: "void *", Elem: VoidT}
+)
+
+// StringT returns the string type of a buffer of size bytes.
+func StringT(size int) *Type { return &Type{Kind: String, Size: size, Name: "string"} }
+
+func (t *Type) String() string { return t.Name }
+
+// IsInt reports whether t is an integer.
+func (t *Type) IsInt() bool { return t.Kind == Int }
+
+// IsScalar reports whether t is an integer or a pointer.
+func (t *Type) IsScalar() bool { return t.Kind == Int || t.Kind == Pointer }
+
+// IsString reports whether t is a string.
+func (t *Type) IsString() bool { return t.Kind == String }
+
+// Promote applies C's integer promotion: types narrower than int become int.
+func Promote(t *Type) *Type {
+	if t.Kind == Int && t.Size < 4 {
+		return IntT
+	}
+	return t
+}
+
+// Arith returns the type of a binary arithmetic result under C's usual
+// arithmetic conversions.
+func Arith(a, b *Type) *Type {
+	if a.Kind == Pointer {
+		return a
+	}
+	if b.Kind == Pointer {
+		return b
+	}
+	a, b = Promote(a), Promote(b)
+	if a.Size != b.Size {
+		if a.Size > b.Size {
+			return a
+		}
+		return b
+	}
+	if !a.Signed {
+		return a
+	}
+	return b
+}
+
+// Named returns the integer type of a C type name, as D knows it.
+func Named(name string) (*Type, error) {
+	if t, ok := named[name]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("invalid type name %s", name)
+}
+
+var named = map[string]*Type{}
+
+func init() {
+	add := func(size int, signed bool, names ...string) {
+		t := &Type{Kind: Int, Size: size, Signed: signed, Name: names[0]}
+		for _, n := range names {
+			named[n] = t
+		}
+	}
+	add(1, true, "char", "signed char", "int8_t")
+	add(1, false, "unsigned char", "uint8_t", "uchar_t")
+	add(2, true, "short", "signed short", "short int", "signed short int", "int16_t")
+	add(2, false, "unsigned short", "unsigned short int", "uint16_t", "ushort_t")
+	add(4, true, "int", "signed int", "signed", "int32_t", "pid_t", "id_t")
+	add(4, false, "unsigned int", "unsigned", "uint32_t", "uint_t", "uid_t", "gid_t")
+	add(8, true, "long", "signed long", "long int", "signed long int", "long long", "signed long long", "long long int", "int64_t", "intptr_t", "ssize_t", "longlong_t")
+	add(8, false, "unsigned long", "unsigned long int", "unsigned long long", "unsigned long long int", "uint64_t", "uintptr_t", "size_t", "ulong_t", "u_longlong_t")
+	named["int"] = IntT
+	named["uint64_t"] = Uint64T
+	named["int64_t"] = Int64T
+	named["void"] = VoidT
+	named["string"] = StringT(0) // size fixed by the compiler's strsize
+}
+
+// FromC parses a type as a tracepoint format file spells it ("int",
+// "const char *", "unsigned long") into a D type; unknown names give a
+// 64-bit integer of the given size so that the value is still usable.
+func FromC(name string, size int, signed bool) *Type {
+	if t, ok := named[name]; ok && t.Kind == Int && t.Size == size {
+		return t
+	}
+	if size != 1 && size != 2 && size != 4 && size != 8 {
+		size = 8
+	}
+	return &Type{Kind: Int, Size: size, Signed: signed, Name: name}
+}

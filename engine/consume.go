@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+var ne = binary.NativeEndian
+
+// handle decodes one ring-buffer record into events and delivers them.
+func (e *Enabling) handle(raw []byte) {
+	if len(raw) < codegen.HdrSize {
+		return
+	}
+	epid := ne.Uint32(raw[codegen.HdrEPID:])
+	cpu := int(ne.Uint32(raw[codegen.HdrCPU:]))
+	ts := ne.Uint64(raw[codegen.HdrTimestamp:])
+	if epid == codegen.FaultEPID {
+		e.fault(raw, cpu, ts)
+		return
+	}
+	rec := e.Prog.Code.Records[epid]
+	if rec == nil || len(raw) < rec.Size {
+		return
+	}
+	s := e.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix := ""
+	if !s.opts.Quiet {
+		if !s.headerOut {
+			prefix = output.ProbeHeader()
+			s.headerOut = true
+		}
+		prefix += output.ProbeLine(cpu, rec.Probe.ID, rec.Probe.Function, rec.Probe.Name)
+	}
+	if len(rec.Actions) == 0 {
+		s.deliver(&Event{Kind: KindProbe, Probe: rec.Probe, EPID: epid, CPU: cpu, Timestamp: ts, Text: prefix + "\n"})
+		return
+	}
+	for i, act := range rec.Actions {
+		vals := make([]printf.Value, len(act.Args))
+		for j, d := range act.Args {
+			vals[j] = datum(raw, d)
+		}
+		ev := &Event{Probe: rec.Probe, EPID: epid, CPU: cpu, Timestamp: ts, Values: vals}
+		var text strings.Builder
+		text.WriteString(prefix)
+		prefix = ""
+		switch act.Kind {
+		case codegen.ActPrintf:
+			ev.Kind = KindPrintf
+			text.WriteString(act.Format.Sprint(vals))
+		case codegen.ActTrace:
+			ev.Kind = KindTrace
+			text.WriteString(output.Trace(vals[0], s.opts.Quiet))
+		case codegen.ActExit:
+			ev.Kind = KindExit
+			ev.Status = int(int32(vals[0].Bits))
+		}
+		// Out of quiet mode each record ends its line, as dtrace(1) does.
+		if !s.opts.Quiet && i == len(rec.Actions)-1 {
+			text.WriteString("\n")
+		}
+		ev.Text = text.String()
+		s.deliver(ev)
+		if act.Kind == codegen.ActExit {
+			s.mu.Unlock()
+			s.finish(ev.Status)
+			s.mu.Lock()
+		}
+	}
+}
+
+// datum reads one recorded value.
+func datum(raw []byte, d codegen.Datum) printf.Value {
+	b := raw[d.Off : d.Off+d.Size]
+	if d.Type.Kind == types.String {
+		if i := strings.IndexByte(string(b), 0); i >= 0 {
+			b = b[:i]
+		}
+		return printf.Str(string(b))
+	}
+	size := d.Type.Size
+	if d.Type.Kind == types.Pointer {
+		size = 8
+	}
+	return printf.Sized(ne.Uint64(b), size, d.Type.Signed)
+}
+
+// faultMessages are DTrace's texts for its fault codes.
+var faultMessages = map[uint64]string{
+	1: "invalid address (0x%x)",
+	2: "invalid alignment (0x%x)",
+	3: "illegal operation",
+	4: "divide-by-zero",
+	5: "out of scratch space",
+	6: "invalid kernel access (0x%x)",
+	7: "invalid user access (0x%x)",
+}
+
+// fault reports a runtime fault as DTrace does and fires ERROR.
+func (e *Enabling) fault(raw []byte, cpu int, ts uint64) {
+	if len(raw) < codegen.FltSize {
+		return
+	}
+	epid := ne.Uint64(raw[codegen.FltEPID:])
+	code := ne.Uint64(raw[codegen.FltCode:])
+	action := ne.Uint64(raw[codegen.FltAction:])
+	addr := ne.Uint64(raw[codegen.FltAddr:])
+	var probe *providers.Probe
+	if rec := e.Prog.Code.Records[uint32(epid)]; rec != nil {
+		probe = rec.Probe
+	} else {
+		probe = e.probeOfEPID(uint32(epid))
+	}
+	text := faultMessage(e.s.opts.Prog, uint32(epid), probe, code, addr, int(action))
+	e.s.mu.Lock()
+	e.s.deliver(&Event{Kind: KindError, Probe: probe, EPID: uint32(epid), CPU: cpu, Timestamp: ts,
+		Values: []printf.Value{printf.Uint(code), printf.Uint(addr)}, Text: text, Stderr: true})
+	e.s.mu.Unlock()
+	// ERROR's arguments, as DTrace defines them: arg1 the EPID, arg2 the
+	// action index, arg3 the DIF offset, arg4 the fault, arg5 the address.
+	e.fire("ERROR", 0, epid, action, 0, code, addr)
+}
+
+// faultMessage words a fault as dtrace(1) does: "error on enabled probe ID
+// 3 (ID 412: syscall:vmlinux:openat:entry): invalid address (0x0) in action
+// #1 at DIF offset 0". DIF offsets have no meaning here; 0 stands in.
+func faultMessage(prog string, epid uint32, p *providers.Probe, code, addr uint64, action int) string {
+	what := "unknown fault"
+	if f, ok := faultMessages[code]; ok {
+		what = f
+		if strings.Contains(f, "%x") {
+			what = fmt.Sprintf(f, addr)
+		}
+	}
+	where := "predicate"
+	if action > 0 {
+		where = fmt.Sprintf("action #%d", action)
+	}
+	id, name := 0, "?"
+	if p != nil {
+		id, name = p.ID, p.String()
+	}
+	return fmt.Sprintf("%s: error on enabled probe ID %d (ID %d: %s): %s in %s at DIF offset 0\n", prog, epid, id, name, what, where)
+}
+
+// probeOfEPID finds the probe of an enabled probe id that records nothing.
+func (e *Enabling) probeOfEPID(epid uint32) *providers.Probe {
+	n := uint32(1)
+	for _, p := range e.Prog.Info.Probes {
+		for range e.Prog.Info.ClausesOf[p.ID] {
+			if n == epid {
+				return p
+			}
+			n++
+		}
+	}
+	return nil
+}

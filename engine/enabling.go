@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/dstar-trace/dstar/dcompiler"
+	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Enabling is one compiled program loaded into the kernel: its maps,
+// programs, attachments and consumer.
+type Enabling struct {
+	s     *Session
+	Prog  *dcompiler.Program
+	reg   *providers.Registry
+	coll  *ebpf.Collection
+	progs map[int]*ebpf.Program // by probe ID
+	links []io.Closer
+	rd    *ringbuf.Reader
+
+	consumer sync.WaitGroup
+	stopRead chan struct{}
+
+	stateMu  sync.Mutex
+	disabled bool
+	closed   bool
+	drops    []uint64 // per CPU, last reported
+	aggDrops []uint64
+	last     *AggSnapshot // aggregations as read when disabled
+
+	printed map[string]bool // aggregations printed by printa
+}
+
+// load creates prog's maps and loads its programs.
+func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabling, error) {
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
+	for name, m := range prog.Code.Maps {
+		spec.Maps[name] = m.Copy()
+	}
+	for _, p := range prog.Code.Programs {
+		spec.Programs[progKey(p.Probe.ID)] = p.Spec.Copy()
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{LogDisabled: false},
+	})
+	if err != nil {
+		return nil, loadError(err)
+	}
+	e := &Enabling{s: s, Prog: prog, reg: reg, coll: coll, progs: map[int]*ebpf.Program{}, printed: map[string]bool{}}
+	for _, p := range prog.Code.Programs {
+		e.progs[p.Probe.ID] = coll.Programs[progKey(p.Probe.ID)]
+	}
+	if err := e.initGlobals(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	rd, err := ringbuf.NewReader(coll.Maps[codegen.EventsMap])
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("ring buffer reader: %w", err)
+	}
+	e.rd = rd
+	return e, nil
+}
+
+func progKey(id int) string { return fmt.Sprintf("probe_%d", id) }
+
+// loadError explains a load failure: a verifier rejection shows the end of
+// the verifier's log; a permission failure says what is needed.
+func loadError(err error) error {
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("cannot load BPF programs: %w (dstar needs root, or CAP_BPF and CAP_PERFMON)", err)
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's BPF verifier rejected the program: %+v", ve)
+	}
+	return fmt.Errorf("cannot load BPF programs: %w", err)
+}
+
+// initGlobals writes the clock offset that walltimestamp adds.
+func (e *Enabling) initGlobals() error {
+	m := e.coll.Maps[codegen.GlobalsMap]
+	val := make([]byte, m.ValueSize())
+	var mono, real unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	unix.ClockGettime(unix.CLOCK_REALTIME, &real)
+	binary.NativeEndian.PutUint64(val[codegen.GlWallOffset:], uint64(real.Nano()-mono.Nano()))
+	return m.Update(uint32(0), val, ebpf.UpdateAny)
+}
+
+// setActivity writes the gate every non-dtrace probe checks first.
+func (e *Enabling) setActivity(state uint64) error {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], state)
+	m := e.coll.Maps[codegen.GlobalsMap]
+	val := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), val); err != nil {
+		return err
+	}
+	copy(val[codegen.GlActivity:], b[:])
+	return m.Update(uint32(0), val, ebpf.UpdateAny)
+}
+
+// activity reads the gate: a program's exit() sets it to Draining.
+func (e *Enabling) activity() uint64 {
+	m := e.coll.Maps[codegen.GlobalsMap]
+	val := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), val); err != nil {
+		return codegen.Draining
+	}
+	return binary.NativeEndian.Uint64(val[codegen.GlActivity:])
+}
+
+// attach attaches every probe but BEGIN, END and ERROR (which are fired,
+// not attached). The programs stay gated off until BEGIN has run.
+func (e *Enabling) attach() error {
+	for _, p := range e.Prog.Code.Programs {
+		if p.Probe.Provider == "dtrace" {
+			continue
+		}
+		l, err := e.reg.Attach(p.Probe, e.progs[p.Probe.ID])
+		if err != nil {
+			return fmt.Errorf("cannot enable %s: %w", p.Probe, err)
+		}
+		e.links = append(e.links, l)
+	}
+	return nil
+}
+
+// fire runs the clauses of dtrace:::name, if the program has any.
+func (e *Enabling) fire(name string, args ...uint64) error {
+	for _, p := range e.Prog.Code.Programs {
+		if p.Probe.Provider == "dtrace" && p.Probe.Name == name {
+			return providers.Fire(e.progs[p.Probe.ID], args...)
+		}
+	}
+	return nil
+}
+
+// begin fires BEGIN, prints what it recorded, opens the gate unless BEGIN
+// called exit(), and starts the consumer.
+func (e *Enabling) begin() error {
+	if err := e.fire("BEGIN"); err != nil {
+		return err
+	}
+	e.drain()
+	if e.activity() == codegen.Inactive {
+		if err := e.setActivity(codegen.Active); err != nil {
+			return err
+		}
+	}
+	e.stopRead = make(chan struct{})
+	e.consumer.Add(1)
+	go e.consume()
+	return nil
+}
+
+// consume reads records until stopped, waking every switch interval:
+// records are written without wake-ups, so polling is what delivers them.
+func (e *Enabling) consume() {
+	defer e.consumer.Done()
+	var rec ringbuf.Record
+	for {
+		select {
+		case <-e.stopRead:
+			return
+		default:
+		}
+		e.rd.SetDeadline(time.Now().Add(e.s.opts.SwitchRate))
+		for {
+			err := e.rd.ReadInto(&rec)
+			if err != nil {
+				break
+			}
+			e.handle(rec.RawSample)
+		}
+		e.reportDrops()
+	}
+}
+
+// drain handles every record already in the ring buffer.
+func (e *Enabling) drain() {
+	var rec ringbuf.Record
+	e.rd.SetDeadline(time.Now())
+	for {
+		if err := e.rd.ReadInto(&rec); err != nil {
+			break
+		}
+		e.handle(rec.RawSample)
+	}
+	e.reportDrops()
+}
+
+// Disable gates every probe off, fires END, prints what remains, and keeps
+// the last aggregation values readable. The kernel objects stay until
+// Close.
+func (e *Enabling) Disable() error {
+	e.stateMu.Lock()
+	if e.disabled || e.closed {
+		e.stateMu.Unlock()
+		return nil
+	}
+	e.disabled = true
+	e.stateMu.Unlock()
+	if e.stopRead != nil {
+		close(e.stopRead)
+		e.rd.Flush()
+		e.consumer.Wait()
+	}
+	if err := e.setActivity(codegen.Draining); err != nil {
+		return err
+	}
+	e.drain()
+	err := e.fire("END")
+	e.drain()
+	if snap, serr := e.Snapshot(); serr == nil {
+		e.last = snap
+	}
+	return err
+}
+
+// Close releases every kernel object of the enabling: links are closed in
+// parallel, since perf-event links each take tens of milliseconds.
+func (e *Enabling) Close() error {
+	e.stateMu.Lock()
+	if e.closed {
+		e.stateMu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.stateMu.Unlock()
+	if e.stopRead != nil && !e.disabled {
+		close(e.stopRead)
+		e.rd.Flush()
+		e.consumer.Wait()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(e.links))
+	for i, l := range e.links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
+	if e.rd != nil {
+		e.rd.Close()
+	}
+	if e.coll != nil {
+		e.coll.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// readPerCPU reads the per-CPU u64 at off in the state map.
+func (e *Enabling) readPerCPU(off int) []uint64 {
+	m := e.coll.Maps[codegen.StateMap]
+	var vals [][]byte
+	if err := m.Lookup(uint32(0), &vals); err != nil {
+		return nil
+	}
+	out := make([]uint64, len(vals))
+	for i, v := range vals {
+		out[i] = binary.NativeEndian.Uint64(v[off:])
+	}
+	return out
+}
+
+// reportDrops reports drops counted since the last report, per CPU, in
+// DTrace's words.
+func (e *Enabling) reportDrops() {
+	report := func(now []uint64, last *[]uint64, what string) {
+		if len(*last) < len(now) {
+			*last = append(*last, make([]uint64, len(now)-len(*last))...)
+		}
+		for cpu, n := range now {
+			if d := n - (*last)[cpu]; d > 0 {
+				text := fmt.Sprintf("%s: %d %s on CPU %d\n", e.s.opts.Prog, d, what, cpu)
+				e.s.mu.Lock()
+				e.s.deliver(&Event{Kind: KindDrop, CPU: cpu, Values: nil, Status: int(d), Text: text, Stderr: true})
+				e.s.mu.Unlock()
+				(*last)[cpu] = n
+			}
+		}
+	}
+	report(e.readPerCPU(codegen.StDrops), &e.drops, "drops")
+	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, "aggregation drops")
+}

@@ -1,0 +1,223 @@
+// This file prints aggregations as DTrace does at exit and for printa()
+// without a format (dt_consume.c: dt_print_aggs, dt_print_datum), sorted as
+// dt_aggregate.c sorts them.
+
+package output
+
+import (
+	"io"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/printf"
+)
+
+// Func is an aggregating function.
+type Func int
+
+// The aggregating functions.
+const (
+	Count Func = iota
+	Sum
+	Avg
+	Min
+	Max
+	Stddev
+	Quantize
+	Lquantize
+	Llquantize
+)
+
+// Aggregation is one aggregation's data, merged across CPUs.
+type Aggregation struct {
+	// Name is the aggregation's name without '@' ("" for @).
+	Name string
+	Func Func
+	// Lquantize and Llquantize are the parameters of those functions.
+	Lquantize  LquantizeParams
+	Llquantize LlquantizeParams
+	// Normal is normalize()'s divisor; 0 or 1 means none.
+	Normal uint64
+	// StrSize is the size of a string key's buffer (the strsize option);
+	// 0 means 256. It matters only for keys DTrace dumps as raw bytes.
+	StrSize int
+	// Sort says how rows are ordered; the zero value is DTrace's default.
+	Sort SortOptions
+	Rows []Row
+}
+
+// Row is one key's data.
+type Row struct {
+	// Keys are the key's values. An integer key prints in a field that
+	// depends on its Size: 3 columns for 1 byte, 5 for 2, 8 for 4 and 16
+	// for 8.
+	Keys []printf.Value
+	// Value is the result of count(), sum(), min() and max().
+	Value int64
+	// Count and Sum are how many values avg() and stddev() have seen and
+	// their sum.
+	Count, Sum int64
+	// SumSq is stddev()'s sum of squares, 128 bits: low word first.
+	SumSq [2]uint64
+	// Buckets are the counts of quantize(), lquantize() and llquantize(),
+	// laid out as QuantizeBucket and the Bucket methods of the parameters
+	// say.
+	Buckets []int64
+}
+
+// SortOptions are the aggsortkey, aggsortrev and aggsortkeypos options.
+type SortOptions struct {
+	// ByKey sorts by key instead of by value.
+	ByKey bool
+	// Reverse reverses the order.
+	Reverse bool
+	// KeyPos is the key that compares first (keys are then compared in
+	// order from there, wrapping around).
+	KeyPos int
+}
+
+// WriteAgg writes the aggregation's rows, sorted: each row's keys, then its
+// value, then a newline. A quantize table starts on a new line and is
+// followed by an empty line. An aggregation with no rows writes nothing.
+// Nothing is written before the first row: at exit dtrace prints one "\n"
+// before all aggregations (WriteFinal), and printa() without a format prints
+// "\n" before each (WritePrinta).
+func WriteAgg(w io.Writer, a *Aggregation) error {
+	rows := append([]Row(nil), a.Rows...)
+	sortRows(a, rows)
+	var b strings.Builder
+	for i := range rows {
+		r := &rows[i]
+		for _, k := range r.Keys {
+			b.WriteString(a.key(k))
+		}
+		if err := a.writeValue(&b, r); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePrinta writes what printa(@a) with no format string prints: a
+// newline, then the aggregation.
+func WritePrinta(w io.Writer, a *Aggregation) error {
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return WriteAgg(w, a)
+}
+
+// WriteFinal writes what dtrace prints when tracing stops: one newline
+// (printed even in quiet mode and even with no aggregations), then each
+// aggregation in turn, with nothing between them. aggs must be in the
+// order DTrace numbers aggregation variables: their first appearance in the
+// program. Aggregations already printed by printa() are left out by the
+// caller.
+func WriteFinal(w io.Writer, aggs []*Aggregation) error {
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	for _, a := range aggs {
+		if err := WriteAgg(w, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Aggregation) strSize() int {
+	if a.StrSize > 0 {
+		return a.StrSize
+	}
+	return 256
+}
+
+// key formats one key as dt_print_datum does: integers right-aligned by
+// size (1- and 2-byte ones as unsigned, 4- and 8-byte ones as signed,
+// whatever their type), strings left-aligned in 50 columns.
+func (a *Aggregation) key(k printf.Value) string {
+	switch k.Kind {
+	case printf.StringValue:
+		buf := []byte(k.Str)
+		if n := a.strSize(); len(buf) < n {
+			buf = append(buf, make([]byte, n-len(buf))...)
+		}
+		return Bytes(buf, 50)
+	case printf.FloatValue:
+		return " " + padLeft(strconv.FormatFloat(k.Float, 'g', -1, 64), 16)
+	}
+	switch k.Size {
+	case 1:
+		return " " + udec(uint64(uint8(k.Bits)), 3)
+	case 2:
+		return " " + udec(uint64(uint16(k.Bits)), 5)
+	case 4:
+		return " " + dec(int64(int32(k.Bits)), 8)
+	}
+	return " " + dec(int64(k.Bits), 16)
+}
+
+func (a *Aggregation) writeValue(b *strings.Builder, r *Row) error {
+	switch a.Func {
+	case Quantize:
+		return WriteQuantize(b, r.Buckets, a.Normal)
+	case Lquantize:
+		return WriteLquantize(b, a.Lquantize, r.Buckets, a.Normal)
+	case Llquantize:
+		return WriteLlquantize(b, a.Llquantize, r.Buckets, a.Normal)
+	case Avg:
+		b.WriteString(" " + dec(AvgValue(r.Count, r.Sum, a.Normal), 16))
+	case Stddev:
+		b.WriteString(" " + udec(StddevValue(r.Count, r.Sum, r.SumSq, a.Normal), 16))
+	default:
+		b.WriteString(" " + dec(normDiv(r.Value, a.Normal), 16))
+	}
+	return nil
+}
+
+// AvgValue returns what avg() prints: sum/normal/count in integer
+// arithmetic, 0 when count is 0.
+func AvgValue(count, sum int64, normal uint64) int64 {
+	if count == 0 {
+		return 0
+	}
+	n := int64(normal)
+	if n == 0 {
+		n = 1
+	}
+	return sum / n / count
+}
+
+// StddevValue returns what stddev() prints: the integer square root of the
+// average of the squares less the square of the (integer) average, 0 when
+// count is 0. Normalizing divides the squares by normal², as illumos does
+// (dtrace-utils divides them by normal only).
+func StddevValue(count, sum int64, sumsq [2]uint64, normal uint64) uint64 {
+	if count == 0 {
+		return 0
+	}
+	if normal == 0 {
+		normal = 1
+	}
+	sq := new(big.Int).SetUint64(sumsq[1])
+	sq.Lsh(sq, 64).Or(sq, new(big.Int).SetUint64(sumsq[0]))
+	nb := new(big.Int).SetUint64(normal)
+	sq.Quo(sq, nb).Quo(sq, nb).Quo(sq, new(big.Int).SetUint64(uint64(count)))
+
+	avg := sum / int64(normal) / count
+	if avg < 0 {
+		avg = -avg
+	}
+	av := new(big.Int).SetUint64(uint64(avg))
+	av.Mul(av, av)
+
+	// 128-bit unsigned subtraction, wrapping as DTrace's does.
+	diff := new(big.Int).Sub(sq, av)
+	if diff.Sign() < 0 {
+		diff.Add(diff, new(big.Int).Lsh(big.NewInt(1), 128))
+	}
+	return diff.Sqrt(diff).Uint64()
+}

@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"io"
+
+	"github.com/dstar-trace/dstar/engine/output"
+)
+
+// aggFuncs maps D's aggregating functions to the printer's.
+var aggFuncs = map[string]output.Func{"count": output.Count, "sum": output.Sum}
+
+// PrintAggregations prints what dtrace(1) prints when tracing stops: a
+// newline, then every aggregation printa has not printed, in order of
+// first use.
+func (e *Enabling) PrintAggregations(w io.Writer) error {
+	snap, err := e.Snapshot()
+	if err != nil {
+		return err
+	}
+	var aggs []*output.Aggregation
+	for _, a := range snap.Aggs {
+		if e.printed[a.Name()] {
+			continue
+		}
+		aggs = append(aggs, a.output(e.Prog.Info.Opts.StrSize))
+	}
+	return output.WriteFinal(w, aggs)
+}
+
+// output converts merged data to the printer's form.
+func (a *AggData) output(strsize int) *output.Aggregation {
+	out := &output.Aggregation{Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize}
+	for _, r := range a.Rows {
+		out.Rows = append(out.Rows, output.Row{Keys: r.Keys, Value: r.Value, Count: int64(r.Count)})
+	}
+	return out
+}

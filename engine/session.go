@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dstar-trace/dstar/dcompiler"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Options configure a session; they are DTrace's -x options.
+type Options struct {
+	Quiet      bool
+	Out        io.Writer // standard output: records, aggregations
+	Err        io.Writer // standard error: faults, drops
+	Prog       string    // the name messages are prefixed with ("dstar")
+	SwitchRate time.Duration
+	// OnEvent, when set, receives every event instead of it being printed.
+	OnEvent func(*Event)
+}
+
+// Session is a tracing session: the enablings it runs and where their
+// output goes.
+type Session struct {
+	opts Options
+
+	mu        sync.Mutex // serialises output and enabling changes
+	enablings []*Enabling
+	headerOut bool // the CPU/ID/FUNCTION:NAME header has been printed
+
+	done     chan struct{} // closed when a program calls exit() or Stop is called
+	doneOnce sync.Once
+	status   int
+}
+
+// NewSession makes a session.
+func NewSession(opts Options) *Session {
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Err == nil {
+		opts.Err = os.Stderr
+	}
+	if opts.Prog == "" {
+		opts.Prog = "dstar"
+	}
+	if opts.SwitchRate == 0 {
+		opts.SwitchRate = 10 * time.Millisecond
+	}
+	return &Session{opts: opts, done: make(chan struct{})}
+}
+
+// Done is closed when tracing should stop: a program called exit(), or
+// Stop was called.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Status is the exit status a program asked for with exit(n).
+func (s *Session) Status() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Stop asks the session to stop, as exit() would.
+func (s *Session) Stop() { s.finish(-1) }
+
+func (s *Session) finish(status int) {
+	s.doneOnce.Do(func() {
+		if status >= 0 {
+			s.status = status
+		}
+		close(s.done)
+	})
+}
+
+// Enable loads prog, attaches its probes, fires BEGIN, and starts
+// consuming its records. On error nothing stays attached or loaded.
+func (s *Session) Enable(prog *dcompiler.Program, reg *providers.Registry) (*Enabling, error) {
+	e, err := load(s, prog, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.attach(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.enablings = append(s.enablings, e)
+	s.mu.Unlock()
+	if err := e.begin(); err != nil {
+		s.remove(e)
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (s *Session) remove(e *Enabling) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.enablings {
+		if x == e {
+			s.enablings = append(s.enablings[:i], s.enablings[i+1:]...)
+			return
+		}
+	}
+}
+
+// Enablings returns the session's enablings in the order they were made.
+func (s *Session) Enablings() []*Enabling {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Enabling(nil), s.enablings...)
+}
+
+// Close disables every enabling that is still running (firing its END),
+// and releases every kernel object the session holds.
+func (s *Session) Close() error {
+	var errs []error
+	for _, e := range s.Enablings() {
+		if err := e.Disable(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, e := range s.Enablings() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Close()
+		}()
+		s.remove(e)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// deliver prints or hands on an event. It is called with s.mu held.
+func (s *Session) deliver(ev *Event) {
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(ev)
+		return
+	}
+	w := s.opts.Out
+	if ev.Stderr {
+		w = s.opts.Err
+	}
+	io.WriteString(w, ev.Text)
+}
+
+// warnf prints a message prefixed with the program's name on stderr.
+func (s *Session) warnf(format string, args ...any) {
+	fmt.Fprintf(s.opts.Err, "%s: %s\n", s.opts.Prog, fmt.Sprintf(format, args...))
+}

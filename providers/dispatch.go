@@ -1,0 +1,25 @@
+package providers
+
+import (
+	"io"
+
+	"github.com/cilium/ebpf"
+)
+
+// Prologue emits pr's prologue through its provider.
+func (r *Registry) Prologue(pr *Probe, p *Prologue) error {
+	prov, err := r.ProviderOf(pr)
+	if err != nil {
+		return err
+	}
+	return prov.Prologue(pr, p)
+}
+
+// Attach attaches prog to pr through its provider.
+func (r *Registry) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	prov, err := r.ProviderOf(pr)
+	if err != nil {
+		return nil, err
+	}
+	return prov.Attach(pr, prog)
+}

@@ -1,0 +1,116 @@
+// Package providers discovers probes and attaches compiled BPF programs to
+// them.
+//
+// A provider answers three questions, and keeps them apart as the DTrace
+// profile-provider discussion concluded:
+//
+//   - which probes match a description (Probes) — this reads tracefs, BTF or
+//     ELF files and never creates anything in the kernel;
+//   - how a probe's program begins (Prologue) — the instructions that copy
+//     what the probe's context holds into the compiler's machine state;
+//   - how to attach a loaded program (Attach) — this makes the kernel objects
+//     (perf events, links) and returns them as one Closer.
+//
+// A Probe is immutable once discovered; whatever a provider needs at attach
+// time it keeps in Probe.Private.
+package providers
+
+import (
+	"io"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Provider is one source of probes.
+type Provider interface {
+	// Name is the provider field of its probes ("syscall", "profile", ...).
+	Name() string
+	// Probes returns the probes that match d, in listing order. It creates
+	// nothing in the kernel. Providers that create probes on demand (profile-N)
+	// return a new probe when the description names one exactly.
+	Probes(d Desc) ([]*Probe, error)
+	// Prologue appends to p.Insns the code that fills the machine state for
+	// probe pr (arguments, errno) and filters out events that are not pr's.
+	Prologue(pr *Probe, p *Prologue) error
+	// Attach makes the kernel objects that fire prog on pr. Closing the
+	// result releases every one of them.
+	Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error)
+}
+
+// Lister is implemented by providers that can list probes more cheaply than
+// Probes when argument types are not wanted (dtrace -l without -v): List
+// returns the same probes with the same IDs, but with Args left nil.
+type Lister interface {
+	List(d Desc) ([]*Probe, error)
+}
+
+// NumArgs is the number of positional arguments (arg0..arg9) a prologue
+// fills in the machine state.
+const NumArgs = 10
+
+// Probe describes one probe. Everything in it is fixed at discovery.
+type Probe struct {
+	ID       int
+	Provider string
+	Module   string
+	Function string
+	Name     string
+
+	// Args are the typed arguments: for sdt the fields of the tracepoint's
+	// format (reachable as args->field), for others args[0..n]. Positional
+	// args (Name empty) live in the machine state's argi, where the
+	// prologue put them; their Offset is unused.
+	Args []Arg
+
+	// ProgType and AttachType say which kind of BPF program fires here;
+	// Ctx says how that program's context is laid out for args-> access.
+	ProgType   ebpf.ProgramType
+	AttachType ebpf.AttachType
+
+	// Private is the provider's own data (tracepoint group and event,
+	// syscall number, timer period, ...). Only the provider reads it.
+	Private any
+}
+
+// String renders the probe as provider:module:function:name.
+func (p *Probe) String() string {
+	return p.Provider + ":" + p.Module + ":" + p.Function + ":" + p.Name
+}
+
+// ArgKind says how an argument is stored in the probe's context.
+type ArgKind int
+
+const (
+	ArgInt     ArgKind = iota // an integer of Size bytes at Offset
+	ArgPointer                // a pointer (8 bytes) at Offset
+	ArgArray                  // an inline array (char comm[16]) of Size bytes at Offset
+	ArgDataLoc                // a __data_loc: a u32 at Offset, (len<<16)|offset of the data
+	ArgRelLoc                 // a __rel_loc: like ArgDataLoc, but the offset is from the end of the u32
+)
+
+// Arg is one argument of a probe.
+type Arg struct {
+	Name   string // field name (args->Name); empty for positional args
+	Type   string // C type as the kernel spells it: "int", "const char *", "char[16]"
+	Kind   ArgKind
+	Offset int // byte offset in the program context (tracepoint programs)
+	Size   int // bytes
+	Signed bool
+}
+
+// Prologue is what the compiler hands a provider to emit a probe's prologue.
+// When the provider's instructions run, Ctx holds the program's context and
+// State points at the per-CPU machine state. The provider may use R0-R5 freely.
+type Prologue struct {
+	Ctx   asm.Register
+	State asm.Register
+	// ArgOffset(i) is the offset from State of argi (0..9), a u64.
+	ArgOffset func(i int) int16
+	// ErrnoOffset is the offset from State of errno, a u64.
+	ErrnoOffset int16
+	// Skip is the label to jump to when the event is not this probe's.
+	Skip string
+
+	Insns asm.Instructions
+}

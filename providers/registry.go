@@ -1,0 +1,88 @@
+package providers
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Registry holds the providers in a fixed order, which is also the order of
+// probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
+// before return), sdt (by group and event). The IDs are the same for
+// `dstar -l` and for a run on the same kernel.
+type Registry struct {
+	providers []Provider
+}
+
+// NewRegistry returns a registry of ps, consulted in that order.
+func NewRegistry(ps ...Provider) *Registry { return &Registry{providers: ps} }
+
+// Default returns the process's registry of the built-in providers. It is
+// shared so that probes created on demand (profile-N) keep their IDs.
+func Default() *Registry { return defaultRegistry() }
+
+var defaultRegistry = sync.OnceValue(func() *Registry {
+	profileFirst := ErrorID + 1
+	syscallFirst := profileFirst + len(profileNames)
+	sys := NewSyscall(syscallFirst)
+	sdt := NewSDT(func() (int, error) {
+		n, err := sys.NumProbes()
+		return syscallFirst + n, err
+	})
+	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt)
+})
+
+// Providers returns the providers in order.
+func (r *Registry) Providers() []Provider { return r.providers }
+
+// Lookup returns the provider called name, or nil.
+func (r *Registry) Lookup(name string) Provider {
+	for _, p := range r.providers {
+		if p.Name() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// ProviderOf returns the provider of a probe, to emit its prologue and
+// attach it.
+func (r *Registry) ProviderOf(pr *Probe) (Provider, error) {
+	if p := r.Lookup(pr.Provider); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%s: no provider %q", pr, pr.Provider)
+}
+
+// Match returns the probes d matches, with their argument types, for
+// compiling a script (or for dtrace -lv). Only providers whose name matches
+// d's provider field are asked, and BEGIN, END and ERROR go straight to the
+// dtrace provider, so a script that uses only those never reads tracefs.
+func (r *Registry) Match(d Desc) ([]*Probe, error) { return r.collect(d, false) }
+
+// List is Match for listing (dtrace -l): the same probes with the same IDs,
+// but without argument types where those cost extra reads.
+func (r *Registry) List(d Desc) ([]*Probe, error) { return r.collect(d, true) }
+
+func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
+	var out []*Probe
+	for _, p := range r.providers {
+		if !fieldMatch(d.Provider, p.Name()) {
+			continue
+		}
+		if isDTraceName(d) && p.Name() != "dtrace" {
+			continue
+		}
+		var ps []*Probe
+		var err error
+		if l, ok := p.(Lister); ok && list {
+			ps, err = l.List(d)
+		} else {
+			ps, err = p.Probes(d)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}

@@ -1,0 +1,7 @@
+//go:build !amd64 && !arm64
+
+package providers
+
+// regs is unknown on this architecture: prologues that need pt_regs
+// (profile, syscall) report that they are unsupported.
+var regs = regsLayout{}

@@ -1,0 +1,165 @@
+package providers
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/dstar-trace/dstar/providers/tracefs"
+)
+
+// SDT is the sdt provider: every kernel tracepoint, as sdt:GROUP::EVENT.
+// args->field reads the tracepoint's record (fields and offsets from its
+// format file), and arg0..arg9 hold its first integer and pointer fields.
+type SDT struct {
+	first func() (int, error)
+}
+
+// sdtProbe is what an sdt probe keeps for its prologue and Attach.
+type sdtProbe struct{ group, event string }
+
+// NewSDT returns the sdt provider. Its probes' IDs start at what firstID
+// returns (it depends on how many syscalls the kernel traces), in the order
+// of tracefs.Events: by group, then event.
+func NewSDT(firstID func() (int, error)) *SDT { return &SDT{first: firstID} }
+
+// Name returns "sdt".
+func (*SDT) Name() string { return "sdt" }
+
+// Probes returns the matching tracepoints, with their format fields as
+// Args.
+func (s *SDT) Probes(d Desc) ([]*Probe, error) { return s.probes(d, true) }
+
+// List is Probes without Args: it reads only the event list, not thousands
+// of format files.
+func (s *SDT) List(d Desc) ([]*Probe, error) { return s.probes(d, false) }
+
+func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
+	// Rule out, without reading tracefs, descriptions no tracepoint can
+	// match: tracepoint groups and events are C identifiers and sdt probes
+	// have no function.
+	if !fieldMatch(d.Provider, "sdt") || !fieldMatch(d.Function, "") ||
+		!maybeIdent(d.Module) || !maybeIdent(d.Name) {
+		return nil, nil
+	}
+	evs, err := tracefs.Events()
+	if err != nil {
+		return nil, fmt.Errorf("sdt provider: %w", err)
+	}
+	first, err := s.first()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Probe
+	for i, e := range evs {
+		if !fieldMatch(d.Module, e.Group) || !fieldMatch(d.Name, e.Name) {
+			continue
+		}
+		pr := &Probe{
+			ID: first + i, Provider: "sdt", Module: e.Group, Name: e.Name,
+			ProgType: ebpf.TracePoint,
+			Private:  sdtProbe{e.Group, e.Name},
+		}
+		out = append(out, pr)
+	}
+	if withArgs {
+		evs := make([]tracefs.Event, len(out))
+		for i, pr := range out {
+			evs[i] = tracefs.Event{Group: pr.Module, Name: pr.Name}
+		}
+		fs, err := tracefs.FormatsOf(evs)
+		if err != nil {
+			return nil, fmt.Errorf("sdt provider: %w", err)
+		}
+		for i, pr := range out {
+			pr.Args = formatArgs(fs[i])
+		}
+	}
+	return out, nil
+}
+
+// maybeIdent reports whether pattern could match a C identifier: it is a
+// glob, empty, or an identifier itself.
+func maybeIdent(pattern string) bool {
+	if pattern == "" || isGlob(pattern) {
+		return true
+	}
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// formatArgs is a format's fields but the common_* header.
+func formatArgs(f *tracefs.Format) []Arg {
+	args := []Arg{}
+	for i := range f.Fields {
+		if !f.Fields[i].Common {
+			args = append(args, fieldArg(&f.Fields[i]))
+		}
+	}
+	return args
+}
+
+// Prologue loads the first NumArgs integer and pointer fields of the record
+// into arg0..arg9 (zeroing the rest). The syscalls group's __syscall_nr is
+// skipped, so that arg0 is the syscall's first argument as in the syscall
+// provider.
+func (*SDT) Prologue(pr *Probe, p *Prologue) error {
+	if err := checkPrologue(p); err != nil {
+		return err
+	}
+	sp, ok := pr.Private.(sdtProbe)
+	if !ok {
+		return fmt.Errorf("%s: not an sdt probe", pr)
+	}
+	args := pr.Args
+	if args == nil {
+		f, err := tracefs.FormatOf(sp.group, sp.event)
+		if err != nil {
+			return err
+		}
+		args = formatArgs(f)
+	}
+	n := 0
+	for i := range args {
+		a := &args[i]
+		if n == NumArgs {
+			break
+		}
+		if !isScalar(a) || a.Name == "__syscall_nr" {
+			continue
+		}
+		p.Insns = append(p.Insns, loadCtx(p.Ctx, asm.R0, asm.R1, a.Offset, a.Size, a.Signed && a.Kind == ArgInt)...)
+		storeArg(p, n, asm.R0)
+		n++
+	}
+	zeroArgs(p, n)
+	zeroErrno(p)
+	return nil
+}
+
+// Attach attaches prog to the tracepoint. It makes sure tracefs is mounted
+// first: the library that opens the tracepoint looks for it only once.
+func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	sp, ok := pr.Private.(sdtProbe)
+	if !ok {
+		return nil, fmt.Errorf("%s: not an sdt probe", pr)
+	}
+	if prog.Type() != ebpf.TracePoint {
+		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.TracePoint)
+	}
+	if _, err := tracefs.Dir(); err != nil {
+		return nil, fmt.Errorf("%s: %w", pr, err)
+	}
+	l, err := link.Tracepoint(sp.group, sp.event, prog, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: attaching to tracepoint %s:%s: %w", pr, sp.group, sp.event, err)
+	}
+	return l, nil
+}
