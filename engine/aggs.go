@@ -84,4 +84,3 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 	}
 	return data, it.Err()
 }
-

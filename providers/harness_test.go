@@ -3,11 +3,13 @@ package providers
 import (
 	"encoding/binary"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"golang.org/x/sys/unix"
 )
 
 // A harness runs a provider's prologue in a real program: the program looks
@@ -127,12 +129,17 @@ func (h *harness) program(typ ebpf.ProgramType, prov Provider, pr *Probe, post .
 	return prog
 }
 
-// pidFilter skips events of other processes.
-func pidFilter() []asm.Instruction {
+// threadFilter locks the calling goroutine to its thread for the rest of
+// the test and returns code that skips events of any other thread (the Go
+// runtime's own threads make syscalls too: getpid, for preemption signals).
+func threadFilter(t *testing.T) []asm.Instruction {
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	id := int64(os.Getpid())<<32 | int64(unix.Gettid())
 	return []asm.Instruction{
 		asm.FnGetCurrentPidTgid.Call(),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.JNE.Imm(asm.R0, int32(os.Getpid()), skip),
+		asm.LoadImm(asm.R1, id, asm.DWord),
+		asm.JNE.Reg(asm.R0, asm.R1, skip),
 	}
 }
 

@@ -194,7 +194,11 @@ func attachCPUClock(cs *closers, cpu int, period time.Duration, prog *ebpf.Progr
 	*cs = append(*cs, fdCloser(fd))
 	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
 	if err != nil {
-		return fmt.Errorf("linking the program to the perf event on CPU %d (BPF_LINK_CREATE for perf events, Linux 5.15+): %w", cpu, err)
+		hint := ""
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) {
+			hint = " (the kernel cannot link BPF programs to perf events: BPF_LINK_CREATE, Linux 5.15+)"
+		}
+		return fmt.Errorf("linking the program to the perf event on CPU %d: %w%s", cpu, err, hint)
 	}
 	*cs = append(*cs, l)
 	return nil

@@ -130,7 +130,7 @@ func TestSDTSyscallArgs(t *testing.T) {
 	h := newHarness(t, denseLayout)
 	s := NewSDT(func() (int, error) { return 1000, nil })
 	pr := oneProbe(t, s, "sdt:syscalls::sys_enter_openat")
-	c, err := s.Attach(pr, h.program(ebpf.TracePoint, s, pr, pidFilter()...))
+	c, err := s.Attach(pr, h.program(ebpf.TracePoint, s, pr, threadFilter(t)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,9 +58,6 @@ func listSyscalls() ([]sysCall, error) {
 			out = append(out, sysCall{name, nr})
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("syscall provider: tracefs has no syscalls:sys_enter_* events known to dstar (kernel built without CONFIG_FTRACE_SYSCALLS?)")
-	}
 	return out, nil
 }
 
@@ -91,6 +88,9 @@ func (s *Syscall) probes(d Desc, withArgs bool) ([]*Probe, error) {
 	l, err := s.list()
 	if err != nil {
 		return nil, err
+	}
+	if len(l) == 0 && d.Provider == "syscall" {
+		return nil, fmt.Errorf("syscall provider: tracefs has no syscalls:sys_enter_* events that dstar knows (kernel built without CONFIG_FTRACE_SYSCALLS?)")
 	}
 	var out []*Probe
 	for i, sc := range l {

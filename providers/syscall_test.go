@@ -89,7 +89,7 @@ func TestSyscallEntry(t *testing.T) {
 		h := newHarness(t, l)
 		s := NewSyscall(1)
 		pr := oneProbe(t, s, "syscall::getpid:entry")
-		prog := h.program(ebpf.RawTracepoint, s, pr, pidFilter()...)
+		prog := h.program(ebpf.RawTracepoint, s, pr, threadFilter(t)...)
 		c, err := s.Attach(pr, prog)
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestSyscallReturn(t *testing.T) {
 		s := NewSyscall(1)
 
 		pr := oneProbe(t, s, "syscall::close:return")
-		prog := h.program(ebpf.RawTracepoint, s, pr, pidFilter()...)
+		prog := h.program(ebpf.RawTracepoint, s, pr, threadFilter(t)...)
 		c, err := s.Attach(pr, prog)
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +138,7 @@ func TestSyscallReturn(t *testing.T) {
 		}
 
 		pr = oneProbe(t, s, "syscall::getpid:return")
-		prog = h.program(ebpf.RawTracepoint, s, pr, pidFilter()...)
+		prog = h.program(ebpf.RawTracepoint, s, pr, threadFilter(t)...)
 		c, err = s.Attach(pr, prog)
 		if err != nil {
 			t.Fatal(err)
