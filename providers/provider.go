@@ -101,7 +101,10 @@ type Arg struct {
 
 // Prologue is what the compiler hands a provider to emit a probe's prologue.
 // When the provider's instructions run, Ctx holds the program's context and
-// State points at the per-CPU machine state. The provider may use R0-R5 freely.
+// State points at the per-CPU machine state. The provider may use R0-R5 freely
+// and call helpers, so Ctx and State must be distinct registers among R6-R9
+// (Prologue returns an error otherwise). Every prologue sets all of
+// arg0..arg9 and errno.
 type Prologue struct {
 	Ctx   asm.Register
 	State asm.Register

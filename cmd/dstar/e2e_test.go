@@ -261,3 +261,50 @@ func waitFor(t *testing.T, buf *syncBuffer, s string) {
 	}
 	t.Fatalf("no %q in %q", s, buf.String())
 }
+
+func TestRuntimeFaults(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-n",
+		`BEGIN { x = 0; printf("%d\n", 1 / x); } BEGIN { printf("next clause\n"); }
+		 ERROR { printf("ERROR %d %d\n", arg4, arg5); }
+		 tick-1ms { trace(copyinstr(0)); } tick-1ms /i++ == 2/ { exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.HasPrefix(r.stdout, "next clause\n") || !strings.Contains(r.stdout, "ERROR 4 0\n") || !strings.Contains(r.stdout, "ERROR 1 0\n") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "dstar: error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in action #2 at DIF offset 0\n") {
+		t.Errorf("no divide-by-zero message:\n%s", r.stderr)
+	}
+	if !regexp.MustCompile(`dstar: error on enabled probe ID \d+ \(ID \d+: profile:::tick-1ms\): invalid address \(0x0\) in action #1 at DIF offset 0\n`).MatchString(r.stderr) {
+		t.Errorf("no invalid address message:\n%s", r.stderr)
+	}
+}
+
+func TestDtraceName(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "dtrace")
+	if err := os.Symlink(dstarBin, link); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(link, "-n", "syscall::nosuch:entry").CombinedOutput()
+	if !strings.HasPrefix(string(out), "dtrace: invalid probe specifier") {
+		t.Errorf("through a link named dtrace: %q", out)
+	}
+}
+
+func TestMacroArgs(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "m.d")
+	os.WriteFile(script, []byte("#!/usr/sbin/dtrace -qs\nBEGIN { printf(\"%d %s %s\\n\", $1 + 1, $$2, $0); exit(0); }\n"), 0o644)
+	r := dstar(t, 20*time.Second, "-qs", script, "41", "word")
+	if r.stdout != fmt.Sprintf("42 word %s\n\n", script) || r.code != 0 {
+		t.Errorf("got %q (exit %d): %s", r.stdout, r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-qs", script)
+	if r.code != 1 || !strings.Contains(r.stderr, "macro argument $1 is not defined") {
+		t.Errorf("missing argument: exit %d, %q", r.code, r.stderr)
+	}
+}
