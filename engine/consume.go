@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"fmt"
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
@@ -95,17 +94,6 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 	return printf.Sized(ne.Uint64(b), size, d.Type.Signed)
 }
 
-// faultMessages are DTrace's texts for its fault codes.
-var faultMessages = map[uint64]string{
-	1: "invalid address (0x%x)",
-	2: "invalid alignment (0x%x)",
-	3: "illegal operation",
-	4: "divide-by-zero",
-	5: "out of scratch space",
-	6: "invalid kernel access (0x%x)",
-	7: "invalid user access (0x%x)",
-}
-
 // fault reports a runtime fault as DTrace does and fires ERROR.
 func (e *Enabling) fault(raw []byte, cpu int, ts uint64) {
 	if len(raw) < codegen.FltSize {
@@ -131,26 +119,15 @@ func (e *Enabling) fault(raw []byte, cpu int, ts uint64) {
 	e.fire("ERROR", 0, epid, action, 0, code, addr)
 }
 
-// faultMessage words a fault as dtrace(1) does: "error on enabled probe ID
-// 3 (ID 412: syscall:vmlinux:openat:entry): invalid address (0x0) in action
-// #1 at DIF offset 0". DIF offsets have no meaning here; 0 stands in.
+// faultMessage words a fault as dtrace(1) does. There is no DIF here, so
+// the message has no "at DIF offset".
 func faultMessage(prog string, epid uint32, p *providers.Probe, code, addr uint64, action int) string {
-	what := "unknown fault"
-	if f, ok := faultMessages[code]; ok {
-		what = f
-		if strings.Contains(f, "%x") {
-			what = fmt.Sprintf(f, addr)
-		}
-	}
-	where := "predicate"
-	if action > 0 {
-		where = fmt.Sprintf("action #%d", action)
-	}
-	id, name := 0, "?"
+	f := output.ProbeFault{EPID: epid, Fault: output.Fault(code), Addr: addr, Action: action, Offset: -1}
 	if p != nil {
-		id, name = p.ID, p.String()
+		f.ProbeID = uint32(p.ID)
+		f.Provider, f.Module, f.Function, f.Name = p.Provider, p.Module, p.Function, p.Name
 	}
-	return fmt.Sprintf("%s: error on enabled probe ID %d (ID %d: %s): %s in %s at DIF offset 0\n", prog, epid, id, name, what, where)
+	return prog + ": " + output.ProbeError(f) + "\n"
 }
 
 // probeOfEPID finds the probe of an enabled probe id that records nothing.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler"
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/engine/output"
 	"github.com/dstar-trace/dstar/providers"
 )
 
@@ -282,13 +283,13 @@ func (e *Enabling) readPerCPU(off int) []uint64 {
 // reportDrops reports drops counted since the last report, per CPU, in
 // DTrace's words.
 func (e *Enabling) reportDrops() {
-	report := func(now []uint64, last *[]uint64, what string) {
+	report := func(now []uint64, last *[]uint64, aggregation bool) {
 		if len(*last) < len(now) {
 			*last = append(*last, make([]uint64, len(now)-len(*last))...)
 		}
 		for cpu, n := range now {
 			if d := n - (*last)[cpu]; d > 0 {
-				text := fmt.Sprintf("%s: %d %s on CPU %d\n", e.s.opts.Prog, d, what, cpu)
+				text := e.s.opts.Prog + ": " + output.Drops(d, cpu, aggregation) + "\n"
 				e.s.mu.Lock()
 				e.s.deliver(&Event{Kind: KindDrop, CPU: cpu, Values: nil, Status: int(d), Text: text, Stderr: true})
 				e.s.mu.Unlock()
@@ -296,6 +297,6 @@ func (e *Enabling) reportDrops() {
 			}
 		}
 	}
-	report(e.readPerCPU(codegen.StDrops), &e.drops, "drops")
-	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, "aggregation drops")
+	report(e.readPerCPU(codegen.StDrops), &e.drops, false)
+	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, true)
 }

@@ -80,7 +80,7 @@ func TestHelloWorld(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^ +\d+ +1 +:BEGIN hello, world$`).MatchString(r.stdout) {
 		t.Errorf("no BEGIN line; stdout:\n%s", r.stdout)
 	}
-	if r.stderr != "dstar: description 'BEGIN { printf(\"hello, world\\n\"); exit(0); }' matched 1 probe\n" {
+	if r.stderr != "dstar: description 'BEGIN ' matched 1 probe\n" {
 		t.Errorf("stderr: %q", r.stderr)
 	}
 }
@@ -274,10 +274,10 @@ func TestRuntimeFaults(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "next clause\n") || !strings.Contains(r.stdout, "ERROR 4 0\n") || !strings.Contains(r.stdout, "ERROR 1 0\n") {
 		t.Errorf("stdout:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "dstar: error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in action #2 at DIF offset 0\n") {
+	if !strings.Contains(r.stderr, "dstar: error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in action #2\n") {
 		t.Errorf("no divide-by-zero message:\n%s", r.stderr)
 	}
-	if !regexp.MustCompile(`dstar: error on enabled probe ID \d+ \(ID \d+: profile:::tick-1ms\): invalid address \(0x0\) in action #1 at DIF offset 0\n`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`dstar: error on enabled probe ID \d+ \(ID \d+: profile:::tick-1ms\): invalid address \(0x0\) in action #1\n`).MatchString(r.stderr) {
 		t.Errorf("no invalid address message:\n%s", r.stderr)
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dstar-trace/dstar/engine/output"
 )
 
 // version is what -V prints.
-const version = "dstar 0.1 (D language, DTrace-compatible)"
+const version = "Oracle D 2.0 (dstar 0.1)"
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
@@ -117,38 +119,7 @@ var (
 	errHelp    = errors.New("help")
 )
 
-func usage(w io.Writer, prog string) {
-	fmt.Fprintf(w, `Usage: %s [-elqvVwZ] [-c cmd] [-o output] [-p pid] [-s script]
-	[-x opt[=val]]
-
-	[-P provider [[ predicate ] action ]]
-	[-m [ provider: ] module [[ predicate ] action ]]
-	[-f [[ provider: ] module: ] func [[ predicate ] action ]]
-	[-n [[[ provider: ] module: ] func: ] name [[ predicate ] action ]]
-	[ args ... ]
-
-	predicate -> '/' D-expression '/'
-	   action -> '{' D-statements '}'
-
-	-c  run specified command and exit upon its completion
-	-e  exit after compiling request but prior to enabling probes
-	-f  enable or list probes matching the specified function name
-	-h  print this help and exit
-	-l  list probes matching specified criteria
-	-m  enable or list probes matching the specified module name
-	-n  enable or list probes matching the specified probe name
-	-o  set output file
-	-p  grab specified process-ID and cache its symbol tables
-	-P  enable or list probes matching the specified provider name
-	-q  set quiet mode (only output explicitly traced data)
-	-s  enable or list probes according to the specified D script
-	-v  set verbose mode (report stability attributes, arguments)
-	-V  report DTrace API version
-	-w  permit destructive actions
-	-x  enable or modify compiler and tracing options
-	-Z  permit probe descriptions that match zero probes
-`, prog)
-}
+func usage(w io.Writer, prog string) { io.WriteString(w, output.Usage(prog)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	c, err := parseArgs(args)

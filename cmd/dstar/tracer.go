@@ -50,6 +50,15 @@ func descText(s source) string {
 	return desc + rest
 }
 
+// descName is how dtrace(1) names a -n argument in its notices: the
+// argument cut before its first '{', '/' or ';'.
+func descName(arg string) string {
+	if i := strings.IndexAny(arg, "{/;"); i >= 0 {
+		return arg[:i]
+	}
+	return arg
+}
+
 // readSources reads -s files and turns descriptions into D text.
 func (t *tracer) readSources() error {
 	for _, s := range t.cfg.sources {
@@ -163,15 +172,10 @@ func (t *tracer) run() int {
 	quiet := t.cfg.quiet || isSet(t.opts, "quiet")
 	if !quiet {
 		for i, f := range t.files {
-			n := prog.MatchedIn(f)
-			what := "probes"
-			if n == 1 {
-				what = "probe"
-			}
 			if t.kinds[i].kind == 's' {
-				t.errorf("script '%s' matched %d %s", f.Name, n, what)
+				t.errorf("%s", output.Matched("script", f.Name, prog.MatchedIn(f)))
 			} else {
-				t.errorf("description '%s' matched %d %s", t.kinds[i].text, n, what)
+				t.errorf("%s", output.Matched("description", descName(t.kinds[i].text), prog.MatchedIn(f)))
 			}
 		}
 	}

@@ -378,45 +378,50 @@ func isIdentifier(s string) bool {
 	return s != ""
 }
 
-// Format parses and checks a printf format against its argument types.
+// Format parses and checks a printf format against its argument types,
+// with DTrace's messages and tags.
 func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, error) {
 	lit, ok := unparen(call.Args[0]).(*ast.StrLit)
 	if !ok {
-		return nil, in.errorf(call.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 must be a string literal", call.Fn)
+		return nil, in.errorf(call.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", call.Fn, "expression")
 	}
 	f, err := printf.Parse(lit.Val)
-	if err != nil {
-		return nil, in.errorf(lit.Pos, "D_PRINTF_FMT", "%s( ) %v", call.Fn, err)
+	if err == nil {
+		err = f.Check(call.Fn, argTypesFor(argTypes))
 	}
-	n := 0
+	if err != nil {
+		tag := "D_PRINTF_FMT"
+		if pe, ok := err.(*printf.Error); ok {
+			tag = pe.Tag
+		}
+		return nil, in.errorf(call.Pos, tag, "%s", err.Error())
+	}
 	for _, c := range f.Conversions() {
-		for k := 0; k < c.Args(); k++ {
-			if n >= len(argTypes) {
-				return nil, in.errorf(call.Pos, "D_PRINTF_ARG_PROTO", "%s( ) prototype mismatch: conversion #%d (%%%s) is missing a corresponding value argument", call.Fn, c.Index, c.Name)
-			}
-			t := argTypes[n]
-			n++
-			isValue := k == c.Args()-1 && c.Kind != printf.ArgNone
-			want := "int"
-			if isValue {
-				switch c.Kind {
-				case printf.ArgString:
-					want = "string"
-				case printf.ArgInt, printf.ArgChar, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime:
-					want = "int"
-				default:
-					return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not yet supported", call.Fn, c.Index, c.Name)
-				}
-			}
-			if (want == "string") != t.IsString() {
-				return nil, in.errorf(call.Args[n].Start(), "D_PRINTF_ARG_TYPE", "%s( ) argument #%d is incompatible with conversion #%d prototype:\n\tconversion: %%%s\n\t prototype: %s\n\t  argument: %s", call.Fn, n+1, c.Index, c.Name, c.Proto, t)
-			}
+		switch c.Kind {
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer:
+		default:
+			return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
 	}
-	if n < len(argTypes) {
-		return nil, in.errorf(call.Args[n+1].Start(), "D_PRINTF_ARG_EXTRA", "%s( ) prototype mismatch: only %d arguments required by this format string", call.Fn, n)
-	}
 	return f, nil
+}
+
+// argTypesFor describes D types as the printf checker sees them.
+func argTypesFor(ts []*types.Type) []printf.ArgType {
+	out := make([]printf.ArgType, len(ts))
+	for i, t := range ts {
+		a := printf.ArgType{Name: t.Name, Size: t.Size, Signed: t.Signed}
+		switch t.Kind {
+		case types.String:
+			a.Class, a.Size = printf.ClassString, 0
+		case types.Pointer:
+			a.Class = printf.ClassPointer
+		case types.Int:
+			a.Class = printf.ClassInt
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func unparen(e ast.Expr) ast.Expr {

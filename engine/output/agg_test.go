@@ -440,3 +440,47 @@ func TestQuantizeBuckets(t *testing.T) {
 		t.Errorf("short buckets: err = %v", err)
 	}
 }
+
+// Every value lands in a bucket that the table draws with a label, and
+// buckets grow with values, for a spread of llquantize() parameters.
+func TestLlquantizeBucketProperties(t *testing.T) {
+	for factor := uint16(2); factor <= 10; factor++ {
+		for lmag := uint16(0); lmag <= 2; lmag++ {
+			for hmag := lmag; hmag <= lmag+2; hmag++ {
+				for _, steps := range []uint16{1, 2, factor, factor * 2, factor * factor} {
+					p := LlquantizeParams{factor, lmag, hmag, steps}
+					if p.Len() == 0 {
+						continue
+					}
+					if steps%factor != 0 && factor%steps != 0 {
+						continue // the D compiler rejects these
+					}
+					prev := 0
+					for v := int64(-2000); v <= 2000; v += 7 {
+						bk := p.Bucket(v)
+						if bk < 0 || bk >= p.Len() || bk < prev {
+							t.Fatalf("%+v: Bucket(%d) = %d (previous %d, len %d)", p, v, bk, prev, p.Len())
+						}
+						prev = bk
+						b := make([]int64, p.Len())
+						b[bk] = 1
+						var out bytes.Buffer
+						if err := WriteLlquantize(&out, p, b, 1); err != nil {
+							t.Fatal(err)
+						}
+						if !strings.Contains(out.String(), "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@ 1 ") {
+							t.Fatalf("%+v: value %d (bucket %d) not drawn:\n%s", p, v, bk, out.String())
+						}
+					}
+				}
+			}
+		}
+	}
+	bad := LlquantizeParams{Factor: 1, Steps: 1}
+	if bad.Len() != 0 || bad.Bucket(5) != -1 {
+		t.Errorf("invalid parameters: Len %d, Bucket %d", bad.Len(), bad.Bucket(5))
+	}
+	if err := WriteLlquantize(&bytes.Buffer{}, bad, nil, 1); err != ErrMismatch {
+		t.Errorf("invalid parameters: err = %v", err)
+	}
+}
