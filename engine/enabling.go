@@ -124,6 +124,19 @@ func (e *Enabling) activity() uint64 {
 	return binary.NativeEndian.Uint64(val[codegen.GlActivity:])
 }
 
+// ProgramIDs returns the kernel's IDs of the enabling's programs.
+func (e *Enabling) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range e.progs {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
 // attach attaches every probe but BEGIN, END and ERROR (which are fired,
 // not attached). The programs stay gated off until BEGIN has run.
 func (e *Enabling) attach() error {

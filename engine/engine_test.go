@@ -3,7 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -34,25 +33,16 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// progsNamed counts the kernel's BPF programs whose name starts with prefix.
-func progsNamed(t *testing.T, prefix string) int {
+// loaded counts how many of ids are programs still in the kernel.
+func loaded(ids []ebpf.ProgramID) int {
 	n := 0
-	id := ebpf.ProgramID(0)
-	for {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			return n
-		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue
-		}
-		if info, err := p.Info(); err == nil && strings.HasPrefix(info.Name, prefix) {
+	for _, id := range ids {
+		if p, err := ebpf.NewProgramFromID(id); err == nil {
+			p.Close()
 			n++
 		}
-		p.Close()
 	}
+	return n
 }
 
 // TestNothingLeftBehind enables and closes programs of every provider and
@@ -64,6 +54,7 @@ func TestNothingLeftBehind(t *testing.T) {
 		END { printf("end %d\n", x); }`
 	prog := compile(t, src)
 	before := openFDs(t)
+	var all []ebpf.ProgramID
 	for i := 0; i < 3; i++ {
 		var out bytes.Buffer
 		s := engine.NewSession(engine.Options{Quiet: true, Out: &out, Err: &out})
@@ -71,9 +62,11 @@ func TestNothingLeftBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := progsNamed(t, "d"+strconv.Itoa(prog.Probes()[1].ID)+"_tick"); n != 1 {
-			t.Fatalf("tick program loaded %d times while enabled", n)
+		ids := en.ProgramIDs()
+		if len(ids) != len(prog.Probes()) || loaded(ids) != len(ids) {
+			t.Fatalf("%d programs for %d probes, %d of them loaded", len(ids), len(prog.Probes()), loaded(ids))
 		}
+		all = append(all, ids...)
 		if err := en.Disable(); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +80,7 @@ func TestNothingLeftBehind(t *testing.T) {
 	if after := openFDs(t); after != before {
 		t.Errorf("%d file descriptors before, %d after", before, after)
 	}
-	if n := progsNamed(t, "d"+strconv.Itoa(prog.Probes()[1].ID)+"_tick"); n != 0 {
+	if n := loaded(all); n != 0 {
 		t.Errorf("%d programs left in the kernel", n)
 	}
 }

@@ -32,16 +32,31 @@ func label(pr *Probe, what string) string {
 	return fmt.Sprintf("__dstar_%s_%d_%s", pr.Provider, pr.ID, what)
 }
 
-// storeArg stores register r into argi.
+// storeArg stores register r into argi, unless no clause reads it.
 func storeArg(p *Prologue, i int, r asm.Register) {
+	if p.Unused&(1<<i) != 0 {
+		return
+	}
 	p.Insns = append(p.Insns, asm.StoreMem(p.State, p.ArgOffset(i), r, asm.DWord))
 }
 
-// zeroArgs sets arg[from..NumArgs-1] to 0.
+// zeroArgs sets arg[from..NumArgs-1] to 0, those that clauses read.
 func zeroArgs(p *Prologue, from int) {
 	for i := from; i < NumArgs; i++ {
-		p.Insns = append(p.Insns, storeZero64(p.State, p.ArgOffset(i)))
+		if p.Unused&(1<<i) == 0 {
+			p.Insns = append(p.Insns, storeZero64(p.State, p.ArgOffset(i)))
+		}
 	}
+}
+
+// argsUnused reports whether no clause reads any of arg[from..to).
+func argsUnused(p *Prologue, from, to int) bool {
+	for i := from; i < to; i++ {
+		if p.Unused&(1<<i) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // storeZero64 is *(u64 *)(dst + off) = 0 (BPF_ST|BPF_MEM|BPF_DW, which
@@ -52,6 +67,9 @@ func storeZero64(dst asm.Register, off int16) asm.Instruction {
 
 // zeroErrno sets errno to 0: only syscall returns have one.
 func zeroErrno(p *Prologue) {
+	if p.Unused&UnusedErrno != 0 {
+		return
+	}
 	p.Insns = append(p.Insns, storeZero64(p.State, p.ErrnoOffset))
 }
 

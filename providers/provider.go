@@ -99,6 +99,9 @@ type Arg struct {
 	Signed bool
 }
 
+// UnusedErrno is the bit of Prologue.Unused that stands for errno.
+const UnusedErrno = 1 << 10
+
 // Prologue is what the compiler hands a provider to emit a probe's prologue.
 // When the provider's instructions run, Ctx holds the program's context and
 // State points at the per-CPU machine state. The provider may use R0-R5 freely
@@ -114,6 +117,10 @@ type Prologue struct {
 	ErrnoOffset int16
 	// Skip is the label to jump to when the event is not this probe's.
 	Skip string
+	// Unused has bit i set when no clause reads argi, and bit UnusedErrno
+	// when none reads errno: the prologue may leave those undefined and
+	// save the work of filling them. The zero value asks for everything.
+	Unused uint32
 
 	Insns asm.Instructions
 }

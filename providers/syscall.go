@@ -190,7 +190,9 @@ func syscallEntry(pr *Probe, p *Prologue, nr int32) {
 		lo, hi = min(lo, o), max(hi, o)
 	}
 	span := int(hi-lo) + 8
-	if base, ok := contiguousArgs(p, span); ok {
+	if argsUnused(p, 0, len(regs.sysArgs)) {
+		// No clause reads the arguments: skip reading pt_regs.
+	} else if base, ok := contiguousArgs(p, span); ok {
 		// One read of the registers' span into the arg slots, then move
 		// each register to its slot: six loads before six stores, as the
 		// moves may overlap.

@@ -284,7 +284,7 @@ func (t *tracer) compileError(err error) {
 	if se.File != nil && se.File.Name == "" {
 		// A -n description: dtrace names the specifier, not a line.
 		spec := t.specifierOf(se.File)
-		t.errorf("invalid probe specifier %s: %s", spec, se.Msg)
+		t.errorf("invalid probe specifier %s: %s", spec, se.InRegion())
 	} else if se.File != nil {
 		t.errorf("failed to compile script %s: %s", se.File.Name, se.Error())
 	} else {

@@ -209,34 +209,37 @@ func (in *Info) clause(cl *Clause) error {
 	if len(cl.Probes) > 0 {
 		pr = cl.Probes[0]
 	}
+	envs := []*Env{}
 	for _, p := range cl.Probes {
-		env := &Env{Probe: p}
-		if cl.Pred != nil {
-			t, err := in.TypeOf(cl.Pred, env)
-			if err != nil {
-				return err
-			}
-			if t.Kind == types.Void {
-				return in.errorf(cl.Pred.Start(), "D_PRED_SCALAR", "predicate result must be of scalar type")
-			}
-		}
-		if err := in.stmts(cl.Body, env); err != nil {
-			return err
-		}
-		if p != pr {
-			continue
-		}
+		envs = append(envs, &Env{Probe: p})
 	}
 	if pr == nil {
 		// A clause matching nothing under -Z is still checked for errors.
+		envs = append(envs, &Env{})
+	}
+	for _, env := range envs {
 		if cl.Pred != nil {
-			if _, err := in.TypeOf(cl.Pred, &Env{}); err != nil {
-				return err
+			t, err := in.TypeOf(cl.Pred, env)
+			if err == nil && !t.IsScalar() {
+				err = in.errorf(cl.Pred.Start(), "D_PRED_SCALAR", "predicate result must be of scalar type")
+			}
+			if err != nil {
+				return inRegion(err, "predicate")
 			}
 		}
-		return in.stmts(cl.Body, &Env{})
+		if err := in.stmts(cl.Body, env); err != nil {
+			return inRegion(err, "action list")
+		}
 	}
 	return nil
+}
+
+// inRegion notes where in a clause err was found.
+func inRegion(err error, region string) error {
+	if se, ok := err.(*source.Error); ok && se.Region == "" {
+		se.Region = region
+	}
+	return err
 }
 
 func (in *Info) stmts(list []ast.Stmt, env *Env) error {

@@ -13,10 +13,11 @@ import (
 // counts an aggregation drop.
 func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 	l := pg.aggs[av.Name]
-	call := a.RHS.(*ast.Call)
-	for a, ok := a.RHS.(*ast.Paren); ok; a, ok = a.X.(*ast.Paren) {
-		call = a.X.(*ast.Call)
+	rhs := a.RHS
+	for p, ok := rhs.(*ast.Paren); ok; p, ok = rhs.(*ast.Paren) {
+		rhs = p.X
 	}
+	call := rhs.(*ast.Call) // checked: an aggregating function
 	// The function's argument first: it may call helpers.
 	var argTmp int16
 	if len(call.Args) > 0 {

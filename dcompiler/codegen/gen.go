@@ -222,6 +222,7 @@ func (pg *probeGen) program(epid *uint32) (*Program, error) {
 		ArgOffset:   func(i int) int16 { return int16(StArgs + 8*i) },
 		ErrnoOffset: StErrno,
 		Skip:        "exit",
+		Unused:      pg.unusedArgs(),
 	}
 	if err := pg.opts.Providers.Prologue(pg.probe, pro); err != nil {
 		return nil, fmt.Errorf("probe %s: %w", pg.probe, err)
@@ -244,6 +245,26 @@ func (pg *probeGen) program(epid *uint32) (*Program, error) {
 		License:      "GPL",
 	}
 	return &Program{Probe: pg.probe, Spec: spec}, nil
+}
+
+// unusedArgs tells the prologue which of arg0..arg9 and errno no clause
+// on this probe reads, so it need not fetch them.
+func (pg *probeGen) unusedArgs() uint32 {
+	unused := uint32(1<<providers.NumArgs-1) | providers.UnusedErrno
+	for _, cl := range pg.in.ClausesOf[pg.probe.ID] {
+		visit := func(e ast.Expr) {
+			if id, ok := e.(*ast.Ident); ok {
+				if n := check.ArgIndex(id.Name); n >= 0 {
+					unused &^= 1 << n
+				} else if id.Name == "errno" {
+					unused &^= providers.UnusedErrno
+				}
+			}
+		}
+		ast.Inspect(cl.Pred, visit)
+		ast.InspectStmts(cl.Body, visit)
+	}
+	return unused
 }
 
 // progName is a kernel-acceptable name for a probe's program.

@@ -73,6 +73,10 @@ type Error struct {
 	Pos  Pos
 	Tag  string // DTrace's error tag, e.g. "D_SYNTAX"
 	Msg  string
+	// Region is where in a clause a semantic error was found: "predicate"
+	// or "action list". dtrace(1) names it for programs given as strings
+	// (-n), which have no useful line numbers.
+	Region string
 }
 
 // Errorf makes an Error at p.
@@ -94,6 +98,15 @@ func (e *Error) Error() string {
 		return e.Msg
 	}
 	return fmt.Sprintf("line %d: %s", e.Line(), e.Msg)
+}
+
+// InRegion returns e's message as dtrace(1) prints it for -n programs:
+// "in action list: message", or just the message without a region.
+func (e *Error) InRegion() string {
+	if e.Region == "" {
+		return e.Msg
+	}
+	return "in " + e.Region + ": " + e.Msg
 }
 
 // Excerpt renders where the error is: "file:line:col", the source line, and
