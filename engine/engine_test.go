@@ -15,7 +15,7 @@ import (
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
-func compile(t *testing.T, src string) *dcompiler.Program {
+func compile(t testing.TB, src string) *dcompiler.Program {
 	t.Helper()
 	p, err := dcompiler.Compile([]*source.File{source.NewFile("t.d", src)}, dcompiler.Options{Providers: providers.Default()})
 	if err != nil {

@@ -62,6 +62,7 @@ func (DTrace) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
+	setup(p)
 	for i := 0; i < fireArgs; i++ {
 		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*i), asm.DWord))
 		storeArg(p, i, asm.R0)

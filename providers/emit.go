@@ -27,6 +27,11 @@ func checkPrologue(p *Prologue) error {
 	return nil
 }
 
+// setup appends the compiler's setup, which loads State.
+func setup(p *Prologue) {
+	p.Insns = append(p.Insns, p.Setup...)
+}
+
 // label makes a jump label private to one probe's prologue.
 func label(pr *Probe, what string) string {
 	return fmt.Sprintf("__dstar_%s_%d_%s", pr.Provider, pr.ID, what)

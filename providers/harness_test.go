@@ -86,8 +86,10 @@ func (h *harness) prologue() *Prologue {
 // program builds and loads a program of type typ around pr's prologue.
 func (h *harness) program(typ ebpf.ProgramType, prov Provider, pr *Probe, post ...asm.Instruction) *ebpf.Program {
 	h.t.Helper()
-	insns := asm.Instructions{
-		asm.Mov.Reg(regCtx, asm.R1),
+	insns := asm.Instructions{asm.Mov.Reg(regCtx, asm.R1)}
+	p := h.prologue()
+	p.Scratch = -16
+	p.Setup = asm.Instructions{
 		asm.StoreImm(asm.R10, -4, 0, asm.Word),
 		asm.LoadMapPtr(asm.R1, h.state.FD()),
 		asm.Mov.Reg(asm.R2, asm.R10),
@@ -96,7 +98,6 @@ func (h *harness) program(typ ebpf.ProgramType, prov Provider, pr *Probe, post .
 		asm.JEq.Imm(asm.R0, 0, skip),
 		asm.Mov.Reg(regState, asm.R0),
 	}
-	p := h.prologue()
 	if err := prov.Prologue(pr, p); err != nil {
 		h.t.Fatalf("prologue of %s: %v", pr, err)
 	}

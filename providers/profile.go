@@ -124,6 +124,7 @@ func (*Profile) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
+	setup(p)
 	if !regs.supported {
 		return fmt.Errorf("profile: pt_regs layout unknown on this architecture")
 	}

@@ -117,6 +117,12 @@ type Prologue struct {
 	ErrnoOffset int16
 	// Skip is the label to jump to when the event is not this probe's.
 	Skip string
+	// Setup loads State (and whatever else the compiler needs); it may
+	// jump to Skip. It must appear exactly once.
+	Setup asm.Instructions
+	// Scratch is a frame-pointer offset of 8 bytes the provider may use
+	// before Setup.
+	Scratch int16
 	// Unused has bit i set when no clause reads argi, and bit UnusedErrno
 	// when none reads errno: the prologue may leave those undefined and
 	// save the work of filling them. The zero value asks for everything.

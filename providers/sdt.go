@@ -114,6 +114,7 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
+	setup(p)
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {
 		return fmt.Errorf("%s: not an sdt probe", pr)

@@ -183,8 +183,9 @@ func syscallEntry(pr *Probe, p *Prologue, nr int32) {
 	p.Insns = append(p.Insns,
 		asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord), // id
 		asm.JNE.Imm(asm.R0, nr, p.Skip),
-		asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord), // regs
 	)
+	setup(p)
+	p.Insns = append(p.Insns, asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord)) // regs
 	lo, hi := regs.sysArgs[0], regs.sysArgs[0]
 	for _, o := range regs.sysArgs {
 		lo, hi = min(lo, o), max(hi, o)
@@ -248,31 +249,33 @@ func contiguousArgs(p *Prologue, span int) (int16, bool) {
 
 func syscallReturn(pr *Probe, p *Prologue, nr int32) {
 	done := label(pr, "errno")
+	// The syscall number saved at entry, from pt_regs, into the scratch
+	// slot: the state is not set up until the event is known to be ours.
 	p.Insns = append(p.Insns,
-		// Keep ret in arg1's slot across the helper call.
-		asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord),
-		asm.StoreMem(p.State, p.ArgOffset(1), asm.R0, asm.DWord),
-		// Read the syscall number saved at entry into arg0's slot.
 		asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord),
 		asm.Add.Imm(asm.R3, int32(regs.sysNr)),
-		asm.Mov.Reg(asm.R1, p.State),
-		asm.Add.Imm(asm.R1, int32(p.ArgOffset(0))),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(p.Scratch)),
 		asm.Mov.Imm(asm.R2, int32(regs.sysNrSize)),
 		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R0, p.State, p.ArgOffset(0), sizes[regs.sysNrSize]),
+		asm.LoadMem(asm.R0, asm.RFP, p.Scratch, sizes[regs.sysNrSize]),
 	)
 	p.Insns = append(p.Insns, signExtend(asm.R0, regs.sysNrSize)...)
-	p.Insns = append(p.Insns,
-		asm.JNE.Imm(asm.R0, nr, p.Skip),
-		asm.LoadMem(asm.R0, p.State, p.ArgOffset(1), asm.DWord),
-		asm.StoreMem(p.State, p.ArgOffset(0), asm.R0, asm.DWord),
+	p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, nr, p.Skip))
+	setup(p)
+	p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord)) // ret
+	storeArg(p, 0, asm.R0)
+	storeArg(p, 1, asm.R0)
+	if p.Unused&UnusedErrno == 0 {
 		// errno = -ret if -4095 <= ret < 0, else 0.
-		asm.Mov.Imm(asm.R1, 0),
-		asm.JSLT.Imm(asm.R0, -4095, done),
-		asm.JSGE.Imm(asm.R0, 0, done),
-		asm.Sub.Reg(asm.R1, asm.R0),
-		asm.StoreMem(p.State, p.ErrnoOffset, asm.R1, asm.DWord).WithSymbol(done),
-	)
+		p.Insns = append(p.Insns,
+			asm.Mov.Imm(asm.R1, 0),
+			asm.JSLT.Imm(asm.R0, -4095, done),
+			asm.JSGE.Imm(asm.R0, 0, done),
+			asm.Sub.Reg(asm.R1, asm.R0),
+			asm.StoreMem(p.State, p.ErrnoOffset, asm.R1, asm.DWord).WithSymbol(done),
+		)
+	}
 	zeroArgs(p, 2)
 }
 

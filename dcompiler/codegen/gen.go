@@ -206,22 +206,28 @@ func (pg *probeGen) program(epid *uint32) (*Program, error) {
 	pg.env = &check.Env{Probe: pg.probe}
 	pg.raised = map[string]bool{}
 	pg.emit(asm.Mov.Reg(regCtx, asm.R1))
-	pg.emit(storeImm(asm.RFP, stackKey, 0, asm.DWord))
-	pg.lookupZero(StateMap, "exit")
-	pg.emit(asm.Mov.Reg(regState, asm.R0))
-	pg.lookupZero(GlobalsMap, "exit")
-	pg.emit(asm.Mov.Reg(regGlob, asm.R0))
+	// The setup the provider places after its filter: the state, the
+	// globals, and the gate.
+	var setup probeGen
+	setup.gen = pg.gen
+	setup.emit(storeImm(asm.RFP, stackKey, 0, asm.DWord))
+	setup.lookupZero(StateMap, "exit")
+	setup.emit(asm.Mov.Reg(regState, asm.R0))
+	setup.lookupZero(GlobalsMap, "exit")
+	setup.emit(asm.Mov.Reg(regGlob, asm.R0))
 	if !pg.isDTrace() {
 		// Probes fire only while tracing is active: not before BEGIN has
 		// run, and not after exit() or END.
-		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
-		pg.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
+		setup.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+		setup.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
 	}
 	pro := &providers.Prologue{
 		Ctx: regCtx, State: regState,
 		ArgOffset:   func(i int) int16 { return int16(StArgs + 8*i) },
 		ErrnoOffset: StErrno,
 		Skip:        "exit",
+		Setup:       setup.insns,
+		Scratch:     stackTemps,
 		Unused:      pg.unusedArgs(),
 	}
 	if err := pg.opts.Providers.Prologue(pg.probe, pro); err != nil {
