@@ -166,6 +166,7 @@ func TestCountByExecname(t *testing.T) {
 }
 
 func TestListSyscall(t *testing.T) {
+	bpftest.Require(t) // tracefs is root's
 	r := dstar(t, 20*time.Second, "-l", "-n", "syscall::read:entry")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -195,6 +196,7 @@ func TestSyntaxError(t *testing.T) {
 }
 
 func TestNoMatch(t *testing.T) {
+	bpftest.Require(t) // tracefs is root's
 	r := dstar(t, 20*time.Second, "-n", "syscall::nosuch:entry")
 	want := "dstar: invalid probe specifier syscall::nosuch:entry: probe description syscall::nosuch:entry does not match any probes\n"
 	if r.code != 1 || r.stderr != want {
@@ -306,5 +308,50 @@ func TestMacroArgs(t *testing.T) {
 	r = dstar(t, 20*time.Second, "-qs", script)
 	if r.code != 1 || !strings.Contains(r.stderr, "macro argument $1 is not defined") {
 		t.Errorf("missing argument: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestGrabPid(t *testing.T) {
+	bpftest.Require(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := sleeper.Process.Pid
+	cmd := exec.Command(dstarBin, "-p", strconv.Itoa(pid), "-n", `tick-10ms /$target == `+strconv.Itoa(pid)+` && n++ == 0/ { printf("ready"); }`)
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "ready")
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), fmt.Sprintf("dstar: pid %d has exited\n", pid)) {
+		t.Errorf("stderr: %q", errb.String())
+	}
+}
+
+func TestOptionsAndOutputFile(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "q.d")
+	os.WriteFile(script, []byte("#pragma D option quiet\nBEGIN { trace(\"q\"); exit(0); }\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	r := dstar(t, 20*time.Second, "-x", "bufsize=64k", "-o", out, "-s", script)
+	b, _ := os.ReadFile(out)
+	if r.code != 0 || r.stdout != "" || r.stderr != "" || string(b) != "q\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q, file %q", r.code, r.stdout, r.stderr, b)
+	}
+	r = dstar(t, 20*time.Second, "-x", "nosuch=1", "-n", "BEGIN")
+	if r.code != 1 || r.stderr != "dstar: failed to set -x nosuch: Invalid option name\n" {
+		t.Errorf("bad option: exit %d, %q", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-Z", "-q", "-n", "syscall::nosuch:entry { }", "-n", "BEGIN { exit(0); }")
+	if r.code != 0 {
+		t.Errorf("-Z: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -113,12 +113,13 @@ func (t *tracer) run() int {
 	}
 	if err := checkOptions(t.opts); err != nil {
 		t.errorf("%v", err)
-		return exitUsage
+		return exitError
 	}
 
 	// Targets first: $target must be known when compiling.
 	var kids []*child
 	var targetExits []<-chan struct{}
+	var targetPids []int
 	target := 0
 	for _, cmdline := range t.cfg.cmds {
 		k, err := startHeld(cmdline)
@@ -131,6 +132,7 @@ func (t *tracer) run() int {
 		}
 		kids = append(kids, k)
 		targetExits = append(targetExits, k.exited)
+		targetPids = append(targetPids, k.cmd.Process.Pid)
 		if target == 0 {
 			target = k.cmd.Process.Pid
 		}
@@ -148,6 +150,7 @@ func (t *tracer) run() int {
 			return exitError
 		}
 		targetExits = append(targetExits, ch)
+		targetPids = append(targetPids, pid)
 		if target == 0 {
 			target = pid
 		}
@@ -216,7 +219,7 @@ func (t *tracer) run() int {
 		k.release()
 	}
 
-	exited := mergeDone(targetExits)
+	exited := firstDone(targetExits)
 	select {
 	case <-sess.Done():
 	case <-sigs:
@@ -227,11 +230,9 @@ func (t *tracer) run() int {
 			bw.Close()
 			os.Exit(exitError)
 		}()
-	case <-exited:
-		for _, k := range kids {
-			if k.cmd.ProcessState != nil && !quiet {
-				t.errorf("pid %d has exited", k.cmd.Process.Pid)
-			}
+	case i := <-exited:
+		if !quiet {
+			t.errorf("pid %d has exited", targetPids[i])
 		}
 	}
 	if err := en.Disable(); err != nil {
@@ -372,20 +373,14 @@ func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w 
 	}
 }
 
-func mergeDone(chs []<-chan struct{}) <-chan struct{} {
-	if len(chs) == 0 {
-		return nil
-	}
-	out := make(chan struct{})
-	for _, ch := range chs {
+// firstDone delivers the index of the first of chs to be closed. dtrace
+// stops when any of its -c or -p processes exits.
+func firstDone(chs []<-chan struct{}) <-chan int {
+	out := make(chan int, len(chs))
+	for i, ch := range chs {
 		go func() {
 			<-ch
-			select {
-			case <-out:
-			default:
-				defer func() { recover() }()
-				close(out)
-			}
+			out <- i
 		}()
 	}
 	return out
@@ -461,12 +456,12 @@ var knownOptions = map[string]bool{
 func checkOptions(opts map[string]string) error {
 	for name, val := range opts {
 		if !knownOptions[name] {
-			return fmt.Errorf("failed to set option -x %s: Invalid option name", name)
+			return fmt.Errorf("failed to set -x %s: Invalid option name", name)
 		}
 		switch name {
 		case "bufsize", "strsize", "aggsize", "dynvarsize", "specsize":
 			if _, err := parseSize(val, 1); err != nil {
-				return fmt.Errorf("failed to set option -x %s: Invalid value for specified option", name)
+				return fmt.Errorf("failed to set -x %s: Invalid value for specified option", name)
 			}
 		}
 	}
