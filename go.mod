@@ -4,5 +4,6 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/sys v0.50.0
 )

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"sort"
+
 	"github.com/cilium/ebpf"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
@@ -23,6 +27,7 @@ func (a *AggData) Name() string { return a.Layout.Name }
 
 // AggRow is one key of an aggregation and its merged value.
 type AggRow struct {
+	raw   []byte // the key as stored
 	Keys  []printf.Value
 	Count uint64 // updates merged into this row
 	Value int64  // count(): the count; sum(): the sum
@@ -60,7 +65,7 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 	var vals [][]byte
 	it := m.Iterate()
 	for it.Next(&key, &vals) {
-		row := &AggRow{}
+		row := &AggRow{raw: append([]byte(nil), key...)}
 		for _, v := range vals {
 			n := ne.Uint64(v[0:])
 			if n == 0 {
@@ -83,4 +88,101 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 		data.Rows = append(data.Rows, row)
 	}
 	return data, it.Err()
+}
+
+// agg returns the layout of aggregation name ("" for @), or nil.
+func (e *Enabling) agg(name string) *codegen.AggLayout {
+	for _, l := range e.Prog.Code.Aggs {
+		if l.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// HasAgg reports whether the program has aggregation name.
+func (e *Enabling) HasAgg(name string) bool { return e.agg(name) != nil }
+
+// Clear removes the data of aggregation name, as DTrace's clear() does:
+// the next read has only what was aggregated since.
+func (e *Enabling) Clear(name string) error {
+	return e.Trunc(name, 0)
+}
+
+// Trunc keeps the n rows of aggregation name with the largest values (the
+// smallest for negative n) and removes the rest, as DTrace's trunc() does.
+func (e *Enabling) Trunc(name string, n int) error {
+	l := e.agg(name)
+	if l == nil {
+		return fmt.Errorf("no aggregation @%s", name)
+	}
+	e.stateMu.Lock()
+	closed := e.closed || e.disabled
+	e.stateMu.Unlock()
+	if closed {
+		return e.truncLast(name, n)
+	}
+	m := e.coll.Maps[l.Map]
+	if l.Array {
+		if n != 0 {
+			return nil
+		}
+		zero := make([][]byte, len(e.readPerCPU(0)))
+		for i := range zero {
+			zero[i] = make([]byte, l.ValueSize)
+		}
+		return m.Update(uint32(0), zero, ebpf.UpdateAny)
+	}
+	data, err := readAgg(m, l)
+	if err != nil {
+		return err
+	}
+	for _, r := range dropRows(data.Rows, n) {
+		if err := m.Delete(r.raw); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncLast applies Trunc to the values kept after Disable.
+func (e *Enabling) truncLast(name string, n int) error {
+	if e.last == nil {
+		return nil
+	}
+	for _, a := range e.last.Aggs {
+		if a.Name() == name {
+			drop := map[*AggRow]bool{}
+			for _, r := range dropRows(a.Rows, n) {
+				drop[r] = true
+			}
+			kept := a.Rows[:0]
+			for _, r := range a.Rows {
+				if !drop[r] {
+					kept = append(kept, r)
+				}
+			}
+			a.Rows = kept
+		}
+	}
+	return nil
+}
+
+// dropRows returns the rows trunc(n) removes: all but the n with the
+// largest values, or the -n smallest for negative n.
+func dropRows(rows []*AggRow, n int) []*AggRow {
+	sorted := append([]*AggRow(nil), rows...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if n < 0 {
+			return sorted[i].Value < sorted[j].Value
+		}
+		return sorted[i].Value > sorted[j].Value
+	})
+	if n < 0 {
+		n = -n
+	}
+	if n >= len(sorted) {
+		return nil
+	}
+	return sorted[n:]
 }

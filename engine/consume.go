@@ -21,8 +21,9 @@ func (e *Enabling) handle(raw []byte) {
 	epid := ne.Uint32(raw[codegen.HdrEPID:])
 	cpu := int(ne.Uint32(raw[codegen.HdrCPU:]))
 	ts := ne.Uint64(raw[codegen.HdrTimestamp:])
+	pid := int(ne.Uint32(raw[codegen.HdrPID:]))
 	if epid == codegen.FaultEPID {
-		e.fault(raw, cpu, ts)
+		e.fault(raw, cpu, pid, ts)
 		return
 	}
 	rec := e.Prog.Code.Records[epid]
@@ -41,7 +42,7 @@ func (e *Enabling) handle(raw []byte) {
 		prefix += output.ProbeLine(cpu, rec.Probe.ID, rec.Probe.Function, rec.Probe.Name)
 	}
 	if len(rec.Actions) == 0 {
-		s.deliver(&Event{Kind: KindProbe, Probe: rec.Probe, EPID: epid, CPU: cpu, Timestamp: ts, Text: prefix + "\n"})
+		s.deliver(&Event{Kind: KindProbe, Probe: rec.Probe, EPID: epid, CPU: cpu, PID: pid, Timestamp: ts, Text: prefix + "\n"})
 		return
 	}
 	for i, act := range rec.Actions {
@@ -49,7 +50,7 @@ func (e *Enabling) handle(raw []byte) {
 		for j, d := range act.Args {
 			vals[j] = datum(raw, d)
 		}
-		ev := &Event{Probe: rec.Probe, EPID: epid, CPU: cpu, Timestamp: ts, Values: vals}
+		ev := &Event{Probe: rec.Probe, EPID: epid, CPU: cpu, PID: pid, Timestamp: ts, Values: vals}
 		var text strings.Builder
 		text.WriteString(prefix)
 		prefix = ""
@@ -95,7 +96,7 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 }
 
 // fault reports a runtime fault as DTrace does and fires ERROR.
-func (e *Enabling) fault(raw []byte, cpu int, ts uint64) {
+func (e *Enabling) fault(raw []byte, cpu, pid int, ts uint64) {
 	if len(raw) < codegen.FltSize {
 		return
 	}
@@ -111,7 +112,7 @@ func (e *Enabling) fault(raw []byte, cpu int, ts uint64) {
 	}
 	text := faultMessage(e.s.opts.Prog, uint32(epid), probe, code, addr, int(action))
 	e.s.mu.Lock()
-	e.s.deliver(&Event{Kind: KindError, Probe: probe, EPID: uint32(epid), CPU: cpu, Timestamp: ts,
+	e.s.deliver(&Event{Kind: KindError, Probe: probe, EPID: uint32(epid), CPU: cpu, PID: pid, Timestamp: ts,
 		Values: []printf.Value{printf.Uint(code), printf.Uint(addr)}, Text: text, Stderr: true})
 	e.s.mu.Unlock()
 	// ERROR's arguments, as DTrace defines them: arg1 the EPID, arg2 the

@@ -304,7 +304,7 @@ func (e *Enabling) reportDrops() {
 			if d := n - (*last)[cpu]; d > 0 {
 				text := e.s.opts.Prog + ": " + output.Drops(d, cpu, aggregation) + "\n"
 				e.s.mu.Lock()
-				e.s.deliver(&Event{Kind: KindDrop, CPU: cpu, Values: nil, Status: int(d), Text: text, Stderr: true})
+				e.s.deliver(&Event{Kind: KindDrop, CPU: cpu, Count: d, Text: text, Stderr: true})
 				e.s.mu.Unlock()
 				(*last)[cpu] = n
 			}

@@ -26,9 +26,11 @@ type Event struct {
 	Probe     *providers.Probe // nil for drops
 	EPID      uint32
 	CPU       int
+	PID       int
 	Timestamp uint64
 	Values    []printf.Value
 	Status    int    // exit status, for KindExit
+	Count     uint64 // records lost, for KindDrop
 	Text      string // exactly what the command line prints
 	Stderr    bool   // Text belongs on standard error
 }

@@ -22,13 +22,13 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 		if e.printed[a.Name()] {
 			continue
 		}
-		aggs = append(aggs, a.output(e.Prog.Info.Opts.StrSize))
+		aggs = append(aggs, a.Output(e.Prog.Info.Opts.StrSize))
 	}
 	return output.WriteFinal(w, aggs)
 }
 
 // output converts merged data to the printer's form.
-func (a *AggData) output(strsize int) *output.Aggregation {
+func (a *AggData) Output(strsize int) *output.Aggregation {
 	out := &output.Aggregation{Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize}
 	for _, r := range a.Rows {
 		out.Rows = append(out.Rows, output.Row{Keys: r.Keys, Value: r.Value, Count: int64(r.Count)})

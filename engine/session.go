@@ -35,6 +35,21 @@ type Session struct {
 	done     chan struct{} // closed when a program calls exit() or Stop is called
 	doneOnce sync.Once
 	status   int
+	stats    Stats
+}
+
+// Stats counts what a session's programs produced.
+type Stats struct {
+	Records uint64 // output records delivered
+	Drops   uint64 // records and aggregation updates lost
+	Errors  uint64 // run-time faults
+}
+
+// Stats returns the session's counts so far.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
 }
 
 // NewSession makes a session.
@@ -110,6 +125,17 @@ func (s *Session) remove(e *Enabling) {
 	}
 }
 
+// Detach fires e's END clauses and releases its kernel objects; its last
+// aggregation values stay readable through e.Snapshot.
+func (s *Session) Detach(e *Enabling) error {
+	err := e.Disable()
+	s.remove(e)
+	if cerr := e.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // Enablings returns the session's enablings in the order they were made.
 func (s *Session) Enablings() []*Enabling {
 	s.mu.Lock()
@@ -141,6 +167,14 @@ func (s *Session) Close() error {
 
 // deliver prints or hands on an event. It is called with s.mu held.
 func (s *Session) deliver(ev *Event) {
+	switch ev.Kind {
+	case KindDrop:
+		s.stats.Drops += ev.Count
+	case KindError:
+		s.stats.Errors++
+	default:
+		s.stats.Records++
+	}
 	if s.opts.OnEvent != nil {
 		s.opts.OnEvent(ev)
 		return

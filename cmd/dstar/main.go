@@ -122,8 +122,11 @@ var (
 func usage(w io.Writer, prog string) { io.WriteString(w, output.Usage(prog)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	c, err := parseArgs(args)
 	prog := progName(args[0])
+	if status, ok := subcommand(prog, args[1:], stdout, stderr); ok {
+		return status
+	}
+	c, err := parseArgs(args)
 	switch {
 	case err == errVersion:
 		fmt.Fprintf(stdout, "%s: %s\n", prog, version)

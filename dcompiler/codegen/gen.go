@@ -377,11 +377,19 @@ func (pg *probeGen) reserve(size int, end string) {
 	pg.emit(asm.Ja.Label(end))
 	pg.label(ok)
 	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
-	pg.emit(storeImm(regRecord, HdrEPID, int64(pg.epid), asm.Word))
+	pg.header(int64(pg.epid))
+}
+
+// header writes a record header at R7.
+func (pg *probeGen) header(epid int64) {
+	pg.emit(storeImm(regRecord, HdrEPID, epid, asm.Word))
 	pg.call(asm.FnGetSmpProcessorId)
 	pg.emit(asm.StoreMem(regRecord, HdrCPU, asm.R0, asm.Word))
 	pg.call(asm.FnKtimeGetNs)
 	pg.emit(asm.StoreMem(regRecord, HdrTimestamp, asm.R0, asm.DWord))
+	pg.call(asm.FnGetCurrentPidTgid)
+	pg.emit(asm.RSh.Imm(asm.R0, 32))
+	pg.emit(asm.StoreMem(regRecord, HdrPID, asm.R0, asm.Word))
 }
 
 // count adds one to the per-CPU counter at state offset off.
@@ -402,11 +410,7 @@ func (pg *probeGen) faultRecord(end string) {
 	pg.emit(asm.Ja.Label(end))
 	pg.label(ok)
 	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
-	pg.emit(storeImm(regRecord, HdrEPID, -1, asm.Word))
-	pg.call(asm.FnGetSmpProcessorId)
-	pg.emit(asm.StoreMem(regRecord, HdrCPU, asm.R0, asm.Word))
-	pg.call(asm.FnKtimeGetNs)
-	pg.emit(asm.StoreMem(regRecord, HdrTimestamp, asm.R0, asm.DWord))
+	pg.header(-1)
 	pg.emit(storeImm(regRecord, FltEPID, int64(pg.epid), asm.DWord))
 	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultAction, FltAction}, {StFaultAddr, FltAddr}} {
 		pg.emit(asm.LoadMem(asm.R1, regState, f[0], asm.DWord))

@@ -59,7 +59,8 @@ const (
 	HdrEPID      = 0 // u32 enabled-probe id, or FaultEPID
 	HdrCPU       = 4 // u32
 	HdrTimestamp = 8 // u64
-	HdrSize      = 16
+	HdrPID       = 16 // u32 process id of the thread that fired
+	HdrSize      = 24
 )
 
 // FaultEPID marks a fault record. Its body is FaultBody.
@@ -67,11 +68,11 @@ const FaultEPID = 0xffffffff
 
 // Fault record body offsets (after the header).
 const (
-	FltEPID   = 16 // u64 enabled-probe id that faulted
-	FltCode   = 24 // u64 DTrace fault code
-	FltAction = 32 // u64 1-based action index, 0 for the predicate
-	FltAddr   = 40 // u64 address involved
-	FltSize   = 48
+	FltEPID   = HdrSize + 0  // u64 enabled-probe id that faulted
+	FltCode   = HdrSize + 8  // u64 DTrace fault code
+	FltAction = HdrSize + 16 // u64 1-based action index, 0 for the predicate
+	FltAddr   = HdrSize + 24 // u64 address involved
+	FltSize   = HdrSize + 32
 )
 
 // DTrace's fault codes.
