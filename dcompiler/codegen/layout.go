@@ -56,9 +56,9 @@ const (
 
 // Record header: every ring-buffer record starts with these.
 const (
-	HdrEPID      = 0 // u32 enabled-probe id, or FaultEPID
-	HdrCPU       = 4 // u32
-	HdrTimestamp = 8 // u64
+	HdrEPID      = 0  // u32 enabled-probe id, or FaultEPID
+	HdrCPU       = 4  // u32
+	HdrTimestamp = 8  // u64
 	HdrPID       = 16 // u32 process id of the thread that fired
 	HdrSize      = 24
 )

@@ -83,7 +83,9 @@ func (s *Session) enqueue(ev *engine.Event) {
 
 var _ starlark.HasAttrs = (*Session)(nil)
 
-func (s *Session) String() string        { return fmt.Sprintf("<dtrace.session: %d attached>", len(s.attached())) }
+func (s *Session) String() string {
+	return fmt.Sprintf("<dtrace.session: %d attached>", len(s.attached()))
+}
 func (s *Session) Type() string          { return "dtrace.session" }
 func (s *Session) Freeze()               {}
 func (s *Session) Truth() starlark.Bool  { return true }
