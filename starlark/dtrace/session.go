@@ -26,8 +26,9 @@ type Session struct {
 	events chan *engine.Event
 	quiet  bool
 
-	mu        sync.Mutex
-	dropped   uint64 // events the queue had no room for, not yet reported
+	mu         sync.Mutex
+	dropped    uint64 // events the queue had no room for, not yet reported
+	queueDrops uint64 // all events the queue had no room for
 	enablings []*Enabling
 	closed    bool
 }
@@ -77,6 +78,7 @@ func (s *Session) enqueue(ev *engine.Event) {
 	default:
 		s.mu.Lock()
 		s.dropped++
+		s.queueDrops++
 		s.mu.Unlock()
 	}
 }
@@ -427,7 +429,7 @@ func (s *Session) stats(th *starlark.Thread, b *starlark.Builtin, args starlark.
 	}
 	st := s.eng.Stats()
 	s.mu.Lock()
-	st.Drops += s.dropped
+	st.Drops += s.queueDrops
 	s.mu.Unlock()
 	return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
 		"records": starlark.MakeUint64(st.Records),
@@ -441,8 +443,7 @@ func (s *Session) closeFn(th *starlark.Thread, b *starlark.Builtin, args starlar
 		return nil, err
 	}
 	s.close()
-	// END's output, printed as the rest.
-	return starlark.None, s.pump(th, nil, 0, nil)
+	return starlark.None, nil
 }
 
 // close fires END of every attached program and releases everything.
@@ -459,6 +460,25 @@ func (s *Session) close() {
 		e.detached = true
 	}
 	s.eng.Close()
+	s.flush()
+}
+
+// flush prints what is queued, as the command line would: what END
+// printed when the script ends without pumping again.
+func (s *Session) flush() {
+	s.reportQueueDrops()
+	for {
+		select {
+		case ev := <-s.events:
+			w := s.h.stdout()
+			if ev.Stderr {
+				w = s.h.stderr()
+			}
+			io.WriteString(w, ev.Text)
+		default:
+			return
+		}
+	}
 }
 
 // Enabling is a program attached to a session: attach's result.
