@@ -29,8 +29,8 @@ type Session struct {
 	mu         sync.Mutex
 	dropped    uint64 // events the queue had no room for, not yet reported
 	queueDrops uint64 // all events the queue had no room for
-	enablings []*Enabling
-	closed    bool
+	enablings  []*Enabling
+	closed     bool
 }
 
 // sessionOptions are the -x options a session accepts.
