@@ -30,6 +30,8 @@ func TestVerifierAccepts(t *testing.T) {
 		`BEGIN /"abc" < "abd"/ { s = execname; printf("%s\n", s); }`,
 		`BEGIN { @ = count(); @s = sum(5); } END { exit(0); }`,
 		`syscall::getpid:entry {}`,
+		`syscall::read:entry { self->ts = timestamp; self->n++; } syscall::read:return /self->ts/ { @[execname] = sum(timestamp - self->ts); self->ts = 0; }`,
+		`syscall::openat:entry { this->p = copyinstr(arg1); paths[pid, this->p] = 1; names[tid] = execname; } syscall::openat:return /paths[pid, "x"] == 0/ { printf("%s\\n", names[tid]); names[tid] = ""; counts[execname]++; counts[execname] += 2; }`,
 	}
 	for _, src := range progs {
 		t.Run(src, func(t *testing.T) {

@@ -38,6 +38,7 @@ type Enabling struct {
 	closed   bool
 	drops    []uint64 // per CPU, last reported
 	aggDrops []uint64
+	dynDrops uint64       // all CPUs, last reported
 	last     *AggSnapshot // aggregations as read when disabled
 
 	printed map[string]bool // aggregations printed by printa
@@ -312,4 +313,23 @@ func (e *Enabling) reportDrops() {
 	}
 	report(e.readPerCPU(codegen.StDrops), &e.drops, false)
 	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, true)
+	// Dynamic variable drops are reported for all CPUs at once.
+	var dyn uint64
+	for _, n := range e.readPerCPU(codegen.StDynDrops) {
+		dyn += n
+	}
+	if d := dyn - e.dynDrops; d > 0 {
+		e.dynDrops = dyn
+		text := fmt.Sprintf("%s: %d dynamic variable drop%s\n", e.s.opts.Prog, d, plural(d))
+		e.s.mu.Lock()
+		e.s.deliver(&Event{Kind: KindDrop, Count: d, Text: text, Stderr: true})
+		e.s.mu.Unlock()
+	}
+}
+
+func plural(n uint64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -282,12 +282,16 @@ func (t *tracer) compileError(err error) {
 	}
 	var nm *check.NoMatchError
 	isNoMatch := errors.As(err, &nm)
+	tag := ""
+	if isSet(t.opts, "errtags") && se.Tag != "" {
+		tag = "[" + se.Tag + "] "
+	}
 	if se.File != nil && se.File.Name == "" {
 		// A -n description: dtrace names the specifier, not a line.
 		spec := t.specifierOf(se.File)
-		t.errorf("invalid probe specifier %s: %s", spec, se.InRegion())
+		t.errorf("invalid probe specifier %s: %s%s", spec, tag, se.InRegion())
 	} else if se.File != nil {
-		t.errorf("failed to compile script %s: %s", se.File.Name, se.Error())
+		t.errorf("failed to compile script %s: %s%s", se.File.Name, tag, se.Error())
 	} else {
 		t.errorf("failed to compile: %s", se.Msg)
 	}
@@ -451,6 +455,7 @@ var knownOptions = map[string]bool{
 	"switchrate": true, "aggrate": true, "defaultargs": true, "destructive": true,
 	"zdefs": true, "nspec": true, "specsize": true, "dynvarsize": true,
 	"bufpolicy": true, "bufresize": true, "cpu": true, "statusrate": true,
+	"errtags": true,
 }
 
 func checkOptions(opts map[string]string) error {

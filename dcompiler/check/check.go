@@ -41,13 +41,17 @@ type Info struct {
 	// ClausesOf lists, per probe ID, the clauses that fire on it, in
 	// program order.
 	ClausesOf map[int][]*Clause
-	Globals   []*Var
+	Globals   []*Var // global scalars and associative arrays
+	Threads   []*Var // self-> variables
+	Locals    []*Var // this-> variables
 	Aggs      []*Agg
 	Options   map[string]string // from #pragma D option
 
 	file *source.File // of the clause being checked, for errors
 
 	globals map[string]*Var
+	threads map[string]*Var
+	locals  map[string]*Var
 	aggs    map[string]*Agg
 }
 
@@ -58,11 +62,14 @@ type Clause struct {
 	Probes []*providers.Probe
 }
 
-// Var is a global variable.
+// Var is a variable: a global, an associative array (Keys not nil), a
+// thread-local or a clause-local.
 type Var struct {
-	Name string
-	Type *types.Type
-	Pos  source.Pos
+	Name  string
+	Scope Scope
+	Type  *types.Type
+	Keys  []*types.Type // key types of an associative array
+	Pos   source.Pos
 }
 
 // AggFunc is an aggregating function.
@@ -91,6 +98,8 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		ClausesOf: map[int][]*Clause{},
 		Options:   map[string]string{},
 		globals:   map[string]*Var{},
+		threads:   map[string]*Var{},
+		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
 	}
 	for _, pr := range prog.Pragmas {
@@ -123,6 +132,7 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
 		}
 	}
+	in.predeclare()
 	for _, cl := range in.Clauses {
 		in.file = cl.File
 		if err := in.clause(cl); err != nil {

@@ -142,6 +142,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return t, nil
 	}
 	if v := in.globals[e.Name]; v != nil {
+		if v.Keys != nil {
+			return nil, in.errorf(e.Pos, "D_IDX_NONE", "%s is an associative array and requires an index", e.Name)
+		}
 		return v.Type, nil
 	}
 	if _, ok := aggFuncs[e.Name]; ok || isAction(e.Name) {
@@ -264,28 +267,29 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	return lt, nil
 }
 
-// lvalue types an assignable expression, declaring a global of type t on
-// first assignment.
+// lvalue types an assignable expression, declaring its variable with type
+// t on first assignment.
 func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error) {
-	id, ok := x.(*ast.Ident)
+	r, ok := RefOf(x)
 	if !ok {
+		if id, isID := unparen(x).(*ast.Ident); isID {
+			if _, builtin := Builtins[id.Name]; builtin || ArgIndex(id.Name) >= 0 {
+				return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
+			}
+		}
 		return nil, in.errorf(x.Start(), "D_OP_LVAL", "operator = requires a writable lvalue operand")
 	}
-	if _, builtin := Builtins[id.Name]; builtin || ArgIndex(id.Name) >= 0 {
-		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
-	}
-	if v := in.globals[id.Name]; v != nil {
+	if v := in.Lookup(r); v != nil {
+		if err := in.checkKeys(v, r, env); err != nil {
+			return nil, err
+		}
 		return v.Type, nil
 	}
-	if t.IsString() {
-		t = types.StringT(in.Opts.StrSize)
-	} else if t.Size < 8 && t.Kind == types.Int {
-		t = types.Promote(t)
+	v, err := in.declare(r, t, env)
+	if err != nil {
+		return nil, err
 	}
-	v := &Var{Name: id.Name, Type: t, Pos: id.Pos}
-	in.globals[id.Name] = v
-	in.Globals = append(in.Globals, v)
-	return t, nil
+	return v.Type, nil
 }
 
 // aggTarget recognises "@name" and "@name[keys]" on the left of '='.
@@ -438,6 +442,9 @@ func plural(n int) string {
 }
 
 func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
+	if r, ok := RefOf(e); ok {
+		return in.refType(r, env)
+	}
 	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
 		return nil, in.errorf(e.Pos, "D_ARGS_IDX", "args[ ] is not yet supported; use argN or args->field")
 	}
@@ -483,6 +490,9 @@ func isCharType(t string) bool {
 }
 
 func (in *Info) memberType(e *ast.Member, env *Env) (*types.Type, error) {
+	if r, ok := RefOf(e); ok {
+		return in.refType(r, env)
+	}
 	id, ok := e.X.(*ast.Ident)
 	if !ok || id.Name != "args" || !e.Arrow {
 		return nil, in.errorf(e.Pos, "D_MEMBER_UNSUP", "member access is not yet supported here")

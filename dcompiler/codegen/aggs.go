@@ -31,8 +31,8 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 		argTmp = t
 		defer func() { pg.depth-- }()
 	}
-	keyOff := stScratch
-	valOff := stScratch + pg.keyMax
+	keyOff := pg.scratchBase
+	valOff := pg.scratchBase + pg.keyMax
 	found, done := pg.newLabel("agg_found"), pg.newLabel("agg_done")
 	if l.Array {
 		pg.mapPtr(asm.R1, l.Map)

@@ -75,7 +75,15 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		}
 		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
 	case *ast.Member:
+		if r, ok := check.RefOf(e); ok {
+			return pg.loadRef(r)
+		}
 		return pg.argsField(e, t)
+	case *ast.Index:
+		if r, ok := check.RefOf(e); ok {
+			return pg.loadRef(r)
+		}
+		return pg.errorf(e.Start(), "expression is not supported here")
 	default:
 		return pg.errorf(e.Start(), "expression is not supported here")
 	}
@@ -98,9 +106,8 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
 		return nil
 	}
-	if v := pg.globals[e.Name]; v != nil {
-		pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
-		return nil
+	if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
+		return pg.loadRef(r)
 	}
 	switch e.Name {
 	case "pid":
@@ -358,27 +365,29 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 	return pg.expr(e)
 }
 
-// assign generates an assignment to a global variable.
+// assign generates an assignment to a variable; R0 holds the value
+// assigned.
 func (pg *probeGen) assign(e *ast.Assign) error {
-	id := e.LHS.(*ast.Ident)
-	v := pg.globals[id.Name]
+	r, _ := check.RefOf(e.LHS)
+	v := pg.varOf(r)
 	if v.Type.IsString() {
-		if err := pg.strInto(e.RHS, regGlob, v.Off, v.Type.Size); err != nil {
+		if err := pg.storeRefStr(r, e.RHS); err != nil {
 			return err
 		}
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 		return nil
 	}
-	if e.Op == "=" {
-		if err := pg.expr(e.RHS); err != nil {
+	if err := pg.expr(e.RHS); err != nil {
+		return err
+	}
+	if e.Op != "=" {
+		if _, err := pg.push(); err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		if err := pg.loadRef(r); err != nil {
 			return err
 		}
-	} else {
-		if err := pg.expr(e.RHS); err != nil {
-			return err
-		}
-		pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
-		pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
+		pg.pop(asm.R1)
 		rt, err := pg.typeOf(e.RHS)
 		if err != nil {
 			return err
@@ -387,29 +396,36 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 			return err
 		}
 	}
-	pg.normalize(asm.R0, v.Type.Size, v.Type.Signed)
-	pg.emit(asm.StoreMem(regGlob, int16(v.Off), asm.R0, asm.DWord))
-	return nil
+	return pg.storeRef(r)
 }
 
-// incdec generates ++ and -- on a global; R0 is the old value for postfix,
-// the new one for prefix.
+// incdec generates ++ and -- on a variable; R0 is the old value for
+// postfix, the new one for prefix.
 func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
-	id, ok := x.(*ast.Ident)
-	if !ok || pg.globals[id.Name] == nil {
+	r, ok := check.RefOf(x)
+	if !ok || pg.varOf(r) == nil {
 		return pg.errorf(x.Start(), "operator %s requires a writable variable", op)
 	}
-	v := pg.globals[id.Name]
 	delta := int32(1)
 	if op == "--" {
 		delta = -1
 	}
-	pg.emit(asm.LoadMem(asm.R0, regGlob, int16(v.Off), asm.DWord))
-	pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, delta))
-	pg.normalize(asm.R1, v.Type.Size, v.Type.Signed)
-	pg.emit(asm.StoreMem(regGlob, int16(v.Off), asm.R1, asm.DWord))
-	if !postfix {
-		pg.emit(asm.Mov.Reg(asm.R0, asm.R1))
+	if err := pg.loadRef(r); err != nil {
+		return err
+	}
+	old, err := pg.push()
+	if err != nil {
+		return pg.errorf(x.Start(), "%v", err)
+	}
+	pg.emit(asm.Add.Imm(asm.R0, delta))
+	if err := pg.storeRef(r); err != nil {
+		return err
+	}
+	pg.depth--
+	if postfix {
+		pg.emit(asm.LoadMem(asm.R0, asm.RFP, old, asm.DWord))
+		v := pg.varOf(r)
+		pg.normalize(asm.R0, v.Type.Size, v.Type.Signed)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ package codegen
 import (
 	"fmt"
 
+	"github.com/dstar-trace/dstar/dcompiler/types"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
@@ -30,6 +32,9 @@ type Options struct {
 	StrSize   int // bytes per string, including the NUL
 	BufSize   int // ring buffer bytes (a power of two, at least a page)
 	AggSize   int // bytes per aggregation map, to derive its entry count
+	// DynVarSize is bytes per associative array or thread-local, to
+	// derive its entry count.
+	DynVarSize int
 }
 
 // Output is the generated code.
@@ -72,9 +77,12 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.AggSize <= 0 {
 		opts.AggSize = 4 << 20
 	}
+	if opts.DynVarSize <= 0 {
+		opts.DynVarSize = 1 << 20
+	}
 	out := &Output{Maps: map[string]*ebpf.MapSpec{}, Records: map[uint32]*Record{}}
 	g := &gen{in: in, opts: opts, out: out}
-	g.layoutGlobals()
+	g.layoutVars()
 	g.layoutAggs()
 	epid := uint32(1)
 	scratch := 0
@@ -87,56 +95,90 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 		out.Programs = append(out.Programs, prog)
 		scratch = max(scratch, pg.scratchUsed)
 	}
-	g.maps(stScratch + scratch)
+	g.maps(g.scratchBase + scratch)
 	return out, nil
 }
 
 type gen struct {
-	in      *check.Info
-	opts    Options
-	out     *Output
-	globals map[string]*Var
-	aggs    map[string]*AggLayout
-	glSize  int
-	file    *source.File // of the clause being generated
-	keyMax  int          // bytes of the largest aggregation key
-	valMax  int          // bytes of the largest aggregation value
+	in   *check.Info
+	opts Options
+	out  *Output
+	vars map[check.Scope]map[string]*Var
+	aggs map[string]*AggLayout
+	// scratchBase is where the state's scratch space starts, after the
+	// clause-locals.
+	scratchBase int
+	glSize      int
+	file        *source.File // of the clause being generated
+	keyMax      int          // bytes of the largest aggregation key
+	valMax      int          // bytes of the largest aggregation value
 }
 
 func (g *gen) errorf(p source.Pos, format string, args ...any) error {
 	return source.Errorf(g.file, p, "D_CODEGEN", format, args...)
 }
 
-func (g *gen) layoutGlobals() {
-	g.globals = map[string]*Var{}
-	off := glVars
-	for _, v := range g.in.Globals {
-		gv := &Var{Var: v, Off: off}
-		g.globals[v.Name] = gv
-		g.out.Globals = append(g.out.Globals, gv)
+// layoutVars gives each variable its place: global scalars in the globals
+// value, clause-locals in the state, associative arrays and thread-locals
+// a hash map each.
+func (g *gen) layoutVars() {
+	g.vars = map[check.Scope]map[string]*Var{check.ScopeGlobal: {}, check.ScopeThread: {}, check.ScopeClause: {}}
+	valSize := func(v *check.Var) int {
 		if v.Type.IsString() {
-			off += align8(v.Type.Size)
-		} else {
-			off += 8
+			return align8(v.Type.Size)
 		}
+		return 8
 	}
-	g.glSize = off
+	gl := glVars
+	for _, v := range g.in.Globals {
+		gv := &Var{Var: v}
+		if v.Keys != nil {
+			gv.Map = "assoc_" + v.Name
+			gv.Keys, gv.KeySize = keyLayout(v.Keys)
+		} else {
+			gv.Off = gl
+			gl += valSize(v)
+		}
+		g.vars[check.ScopeGlobal][v.Name] = gv
+		g.out.Globals = append(g.out.Globals, gv)
+	}
+	g.glSize = gl
+	for _, v := range g.in.Threads {
+		tv := &Var{Var: v, Map: "self_" + v.Name, KeySize: 8}
+		g.vars[check.ScopeThread][v.Name] = tv
+	}
+	loc := stLocals
+	for _, v := range g.in.Locals {
+		g.vars[check.ScopeClause][v.Name] = &Var{Var: v, Off: loc}
+		loc += valSize(v)
+	}
+	g.scratchBase = loc
+}
+
+// keyLayout lays out a tuple key: integers as u64, strings in slots of
+// their size rounded to 8.
+func keyLayout(ts []*types.Type) ([]Datum, int) {
+	var ds []Datum
+	off := 0
+	for _, k := range ts {
+		size := 8
+		if k.IsString() {
+			size = align8(k.Size)
+		}
+		ds = append(ds, Datum{Off: off, Size: size, Type: k})
+		off += size
+	}
+	if off == 0 {
+		off = 8 // a map key cannot be empty
+	}
+	return ds, off
 }
 
 func (g *gen) layoutAggs() {
 	g.aggs = map[string]*AggLayout{}
 	for _, a := range g.in.Aggs {
 		l := &AggLayout{Agg: a, Map: AggMap(a.ID), Array: len(a.Keys) == 0}
-		off := 0
-		for _, k := range a.Keys {
-			size := 8
-			if k.IsString() {
-				size = align8(k.Size)
-			}
-			l.Keys = append(l.Keys, Datum{Off: off, Size: size, Type: k})
-			off += size
-		}
-		l.KeySize = off
+		l.Keys, l.KeySize = keyLayout(a.Keys)
 		if l.Array {
 			l.KeySize = 4
 		}
@@ -165,6 +207,21 @@ func (g *gen) maps(stateSize int) {
 	}
 	g.out.Maps[EventsMap] = &ebpf.MapSpec{
 		Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(g.opts.BufSize),
+	}
+	for _, scope := range []check.Scope{check.ScopeGlobal, check.ScopeThread} {
+		for _, v := range g.vars[scope] {
+			if v.Map == "" {
+				continue
+			}
+			val := 8
+			if v.Type.IsString() {
+				val = align8(v.Type.Size)
+			}
+			g.out.Maps[v.Map] = &ebpf.MapSpec{
+				Name: v.Map, Type: ebpf.Hash, KeySize: uint32(v.KeySize), ValueSize: uint32(val),
+				MaxEntries: uint32(max(g.opts.DynVarSize/(v.KeySize+val), 1024)),
+			}
+		}
 	}
 	for _, l := range g.out.Aggs {
 		spec := &ebpf.MapSpec{
@@ -436,7 +493,7 @@ func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 
 // allocScratch reserves n bytes of state scratch for the current clause.
 func (pg *probeGen) allocScratch(n int) int {
-	off := stScratch + pg.keyMax + pg.valMax + pg.scratch
+	off := pg.scratchBase + pg.keyMax + pg.valMax + pg.scratch
 	pg.scratch += align8(n)
 	return off
 }

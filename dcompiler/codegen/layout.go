@@ -37,7 +37,8 @@ const (
 	StFaultCode   = 104
 	StFaultAddr   = 112
 	StFaultAction = 120
-	stScratch     = 128 // keys, values and string temporaries
+	StDynDrops    = 128 // associative array and thread-local stores that found the map full
+	stLocals      = 136 // clause-locals, then scratch for keys, values and strings
 )
 
 // The globals value.
@@ -125,8 +126,13 @@ type AggLayout struct {
 	Array     bool // no keys: a one-entry per-CPU array
 }
 
-// Var is a global variable's place in the globals value.
+// Var is a variable's place: Off in the globals value (global scalars) or
+// in the state (clause-locals), or a hash map (associative arrays and
+// thread-locals, keyed by the tuple or by thread id).
 type Var struct {
 	*check.Var
-	Off int
+	Off     int
+	Map     string
+	Keys    []Datum
+	KeySize int
 }

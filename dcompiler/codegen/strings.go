@@ -26,10 +26,8 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		pg.literal(s, base, off, size)
 		return nil
 	case *ast.Ident:
-		if v := pg.globals[e.Name]; v != nil {
-			pg.addrOf(asm.R3, regGlob, v.Off)
-			pg.readStr(base, off, min(size, v.Type.Size), asm.FnProbeReadKernelStr)
-			return nil
+		if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
+			return pg.refStrInto(r, base, off, size)
 		}
 		switch e.Name {
 		case "execname":
@@ -78,7 +76,14 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 			return nil
 		}
 	case *ast.Member:
+		if r, ok := check.RefOf(e); ok {
+			return pg.refStrInto(r, base, off, size)
+		}
 		return pg.fieldStr(e, base, off, size)
+	case *ast.Index:
+		if r, ok := check.RefOf(e); ok {
+			return pg.refStrInto(r, base, off, size)
+		}
 	}
 	return pg.errorf(e.Start(), "string expression is not supported here")
 }

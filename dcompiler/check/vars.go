@@ -1,0 +1,196 @@
+package check
+
+import (
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+// Scope is where a variable lives.
+type Scope int
+
+// The scopes of D variables.
+const (
+	ScopeGlobal Scope = iota // x, and associative arrays a[k]
+	ScopeThread              // self->x: one per thread
+	ScopeClause              // this->x: one per probe firing
+)
+
+// VarRef is a variable reference as written: the variable's scope and
+// name, and the keys of an associative array element.
+type VarRef struct {
+	Scope Scope
+	Name  string
+	Keys  []ast.Expr // nil unless an associative array
+	Pos   source.Pos
+}
+
+// RefOf recognises x, self->x, this->x and a[keys] (a not a built-in);
+// ok is false for anything else.
+func RefOf(e ast.Expr) (ref VarRef, ok bool) {
+	switch e := e.(type) {
+	case *ast.Paren:
+		return RefOf(e.X)
+	case *ast.Ident:
+		if ArgIndex(e.Name) >= 0 || isReserved(e.Name) {
+			return VarRef{}, false
+		}
+		return VarRef{Scope: ScopeGlobal, Name: e.Name, Pos: e.Pos}, true
+	case *ast.Member:
+		id, isID := e.X.(*ast.Ident)
+		if !isID || !e.Arrow {
+			return VarRef{}, false
+		}
+		switch id.Name {
+		case "self":
+			return VarRef{Scope: ScopeThread, Name: e.Name, Pos: e.Pos}, true
+		case "this":
+			return VarRef{Scope: ScopeClause, Name: e.Name, Pos: e.Pos}, true
+		}
+	case *ast.Index:
+		id, isID := e.X.(*ast.Ident)
+		if !isID || id.Name == "args" || isReserved(id.Name) || ArgIndex(id.Name) >= 0 {
+			return VarRef{}, false
+		}
+		return VarRef{Scope: ScopeGlobal, Name: id.Name, Keys: e.Keys, Pos: id.Pos}, true
+	}
+	return VarRef{}, false
+}
+
+// isReserved reports whether name is a built-in variable or function.
+func isReserved(name string) bool {
+	if _, ok := Builtins[name]; ok {
+		return true
+	}
+	if _, ok := aggFuncs[name]; ok {
+		return true
+	}
+	return isAction(name) || name == "self" || name == "this" || name == "args"
+}
+
+// scopeName is how DTrace names a reference in messages.
+func (r VarRef) String() string {
+	switch r.Scope {
+	case ScopeThread:
+		return "self->" + r.Name
+	case ScopeClause:
+		return "this->" + r.Name
+	}
+	return r.Name
+}
+
+// vars returns the table of a scope.
+func (in *Info) vars(s Scope) map[string]*Var {
+	switch s {
+	case ScopeThread:
+		return in.threads
+	case ScopeClause:
+		return in.locals
+	}
+	return in.globals
+}
+
+// Lookup returns the variable a reference names, or nil.
+func (in *Info) Lookup(r VarRef) *Var { return in.vars(r.Scope)[r.Name] }
+
+// refType types a variable reference used as a value.
+func (in *Info) refType(r VarRef, env *Env) (*types.Type, error) {
+	v := in.Lookup(r)
+	if v == nil {
+		return nil, in.errorf(r.Pos, "D_IDENT_UNDEF", "failed to resolve %s: Unknown variable name", r)
+	}
+	if err := in.checkKeys(v, r, env); err != nil {
+		return nil, err
+	}
+	return v.Type, nil
+}
+
+// checkKeys checks an associative array's keys against its declaration.
+func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
+	if (v.Keys == nil) != (r.Keys == nil) {
+		if v.Keys == nil {
+			return in.errorf(r.Pos, "D_IDX_SCALAR", "%s is not an array", r)
+		}
+		return in.errorf(r.Pos, "D_IDX_NONE", "%s is an associative array and requires an index", r)
+	}
+	if len(v.Keys) != len(r.Keys) {
+		return in.errorf(r.Pos, "D_DYN_PROTO", "%s[ ] prototype mismatch: %d args passed, %d expected", r.Name, len(r.Keys), len(v.Keys))
+	}
+	for i, k := range r.Keys {
+		t, err := in.TypeOf(k, env)
+		if err != nil {
+			return err
+		}
+		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
+			return in.errorf(k.Start(), "D_DYN_PROTO", "%s[ ] argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", r.Name, i+1, v.Keys[i], t)
+		}
+		if t.IsString() && t.Size > v.Keys[i].Size {
+			v.Keys[i] = types.StringT(in.Opts.StrSize)
+		}
+	}
+	return nil
+}
+
+// declare makes the variable r names, of type t, on its first assignment.
+func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
+	if t.IsString() {
+		t = types.StringT(in.Opts.StrSize)
+	} else if t.Kind == types.Int && t.Size < 8 {
+		t = types.Promote(t)
+	}
+	v := &Var{Name: r.Name, Scope: r.Scope, Type: t, Pos: r.Pos}
+	for _, k := range r.Keys {
+		kt, err := in.TypeOf(k, env)
+		if err != nil {
+			return nil, err
+		}
+		if kt.Kind == types.Void {
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "associative array key may not be of type void")
+		}
+		if kt.IsString() {
+			kt = types.StringT(in.Opts.StrSize)
+		}
+		v.Keys = append(v.Keys, kt)
+	}
+	if r.Keys != nil && v.Keys == nil {
+		v.Keys = []*types.Type{}
+	}
+	in.vars(r.Scope)[r.Name] = v
+	switch r.Scope {
+	case ScopeThread:
+		in.Threads = append(in.Threads, v)
+	case ScopeClause:
+		in.Locals = append(in.Locals, v)
+	default:
+		in.Globals = append(in.Globals, v)
+	}
+	return v, nil
+}
+
+// predeclare declares, before checking, every variable the program
+// assigns, so that a clause may read a variable a later clause assigns
+// (self->ts set at entry, read at return, in either order).
+func (in *Info) predeclare() {
+	for round := 0; round < 3; round++ {
+		for _, cl := range in.Clauses {
+			in.file = cl.File
+			env := &Env{}
+			if len(cl.Probes) > 0 {
+				env.Probe = cl.Probes[0]
+			}
+			ast.InspectStmts(cl.Body, func(e ast.Expr) {
+				a, ok := e.(*ast.Assign)
+				if !ok {
+					return
+				}
+				r, ok := RefOf(a.LHS)
+				if !ok || in.Lookup(r) != nil {
+					return
+				}
+				if t, err := in.TypeOf(a.RHS, env); err == nil && t.Kind != types.Void {
+					in.declare(r, t, env)
+				}
+			})
+		}
+	}
+}
