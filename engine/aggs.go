@@ -30,7 +30,14 @@ type AggRow struct {
 	raw   []byte // the key as stored
 	Keys  []printf.Value
 	Count uint64 // updates merged into this row
-	Value int64  // count(): the count; sum(): the sum
+	// Value is the result of count, sum, min, max and (rounded down) avg.
+	Value int64
+	// Sum and SumSq (128 bits, low word first) are what avg and stddev
+	// are computed from.
+	Sum   int64
+	SumSq [2]uint64
+	// Buckets are the counts of quantize, lquantize and llquantize.
+	Buckets []int64
 }
 
 // Snapshot reads every aggregation map and merges the per-CPU values. After
@@ -66,21 +73,19 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 	it := m.Iterate()
 	for it.Next(&key, &vals) {
 		row := &AggRow{raw: append([]byte(nil), key...)}
+		if l.Buckets > 0 {
+			row.Buckets = make([]int64, l.Buckets)
+		}
 		for _, v := range vals {
-			n := ne.Uint64(v[0:])
-			if n == 0 {
-				continue
-			}
-			row.Count += n
-			switch l.Func {
-			case "count":
-				row.Value += int64(n)
-			case "sum":
-				row.Value += int64(ne.Uint64(v[8:]))
-			}
+			merge(l, row, v)
 		}
 		if row.Count == 0 {
 			continue
+		}
+		if l.Func == "count" {
+			row.Value = int64(row.Count)
+		} else if l.Func == "avg" {
+			row.Value = row.Sum / int64(row.Count)
 		}
 		for _, d := range l.Keys {
 			row.Keys = append(row.Keys, datum(key, d))
@@ -88,6 +93,38 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 		data.Rows = append(data.Rows, row)
 	}
 	return data, it.Err()
+}
+
+// merge adds one CPU's value v to row, as the function combines values.
+func merge(l *codegen.AggLayout, row *AggRow, v []byte) {
+	n := ne.Uint64(v[0:])
+	if n == 0 {
+		return
+	}
+	first := row.Count == 0
+	row.Count += n
+	switch l.Func {
+	case "sum":
+		row.Value += int64(ne.Uint64(v[8:]))
+	case "avg":
+		row.Sum += int64(ne.Uint64(v[8:]))
+	case "min", "max":
+		x := int64(ne.Uint64(v[8:]))
+		if first || l.Func == "min" && x < row.Value || l.Func == "max" && x > row.Value {
+			row.Value = x
+		}
+	case "stddev":
+		row.Sum += int64(ne.Uint64(v[8:]))
+		lo := row.SumSq[0] + ne.Uint64(v[16:])
+		carry := uint64(0)
+		if lo < row.SumSq[0] {
+			carry = 1
+		}
+		row.SumSq = [2]uint64{lo, row.SumSq[1] + ne.Uint64(v[24:]) + carry}
+	}
+	for i := range row.Buckets {
+		row.Buckets[i] += int64(ne.Uint64(v[8+8*i:]))
+	}
 }
 
 // agg returns the layout of aggregation name ("" for @), or nil.

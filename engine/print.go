@@ -7,7 +7,11 @@ import (
 )
 
 // aggFuncs maps D's aggregating functions to the printer's.
-var aggFuncs = map[string]output.Func{"count": output.Count, "sum": output.Sum}
+var aggFuncs = map[string]output.Func{
+	"count": output.Count, "sum": output.Sum, "avg": output.Avg, "min": output.Min,
+	"max": output.Max, "stddev": output.Stddev, "quantize": output.Quantize,
+	"lquantize": output.Lquantize, "llquantize": output.Llquantize,
+}
 
 // PrintAggregations prints what dtrace(1) prints when tracing stops: a
 // newline, then every aggregation printa has not printed, in order of
@@ -29,9 +33,15 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 
 // output converts merged data to the printer's form.
 func (a *AggData) Output(strsize int) *output.Aggregation {
-	out := &output.Aggregation{Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize}
+	out := &output.Aggregation{
+		Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize,
+		Lquantize: a.Layout.Lquantize(), Llquantize: a.Layout.Llquantize(),
+	}
 	for _, r := range a.Rows {
-		out.Rows = append(out.Rows, output.Row{Keys: r.Keys, Value: r.Value, Count: int64(r.Count)})
+		out.Rows = append(out.Rows, output.Row{
+			Keys: r.Keys, Value: r.Value, Count: int64(r.Count), Sum: r.Sum,
+			SumSq: r.SumSq, Buckets: r.Buckets,
+		})
 	}
 	return out
 }

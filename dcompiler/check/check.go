@@ -83,10 +83,17 @@ type Agg struct {
 	Keys  []*types.Type
 	Pos   source.Pos
 	Calls []*ast.Call // every call that feeds it
+	// Params are the constant parameters of lquantize (base, limit, step)
+	// and llquantize (factor, low, high, steps).
+	Params []int64
 }
 
-// aggFuncs lists the aggregating functions and how many arguments they take.
-var aggFuncs = map[string][2]int{"count": {0, 0}, "sum": {1, 1}}
+// aggFuncs lists the aggregating functions and how many arguments they
+// take (at least, at most).
+var aggFuncs = map[string][2]int{
+	"count": {0, 0}, "sum": {1, 1}, "avg": {1, 1}, "min": {1, 1}, "max": {1, 1},
+	"stddev": {1, 1}, "quantize": {1, 2}, "lquantize": {3, 5}, "llquantize": {5, 6},
+}
 
 // Check checks prog.
 func Check(prog *ast.Program, opts Options) (*Info, error) {

@@ -1,7 +1,9 @@
 package check
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/types"
@@ -322,16 +324,24 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		return nil, in.errorf(call.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
 	}
 	if len(call.Args) < nargs[0] || len(call.Args) > nargs[1] {
-		return nil, in.errorf(call.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, %d expected", call.Fn, len(call.Args), nargs[0])
+		want := strconv.Itoa(nargs[0])
+		if nargs[1] > nargs[0] {
+			want = fmt.Sprintf("%d to %d", nargs[0], nargs[1])
+		}
+		return nil, in.errorf(call.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s expected", call.Fn, len(call.Args), plural(len(call.Args)), want)
 	}
-	for _, a := range call.Args {
+	for i, a := range call.Args {
 		t, err := in.TypeOf(a, env)
 		if err != nil {
 			return nil, err
 		}
 		if !t.IsScalar() {
-			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", call.Fn, t)
+			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", call.Fn, i+1, t)
 		}
+	}
+	params, err := in.aggParams(call)
+	if err != nil {
+		return nil, err
 	}
 	var keys []*types.Type
 	for _, k := range AggKeys(e.LHS) {
@@ -346,12 +356,15 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	}
 	a := in.aggs[av.Name]
 	if a == nil {
-		a = &Agg{Name: av.Name, ID: len(in.Aggs), Func: AggFunc(call.Fn), Keys: keys, Pos: av.Pos}
+		a = &Agg{Name: av.Name, ID: len(in.Aggs), Func: AggFunc(call.Fn), Keys: keys, Pos: av.Pos, Params: params}
 		in.aggs[av.Name] = a
 		in.Aggs = append(in.Aggs, a)
 	} else {
 		if string(a.Func) != call.Fn {
 			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: aggregation redefined using a different function", av.Name)
+		}
+		if fmt.Sprint(a.Params) != fmt.Sprint(params) {
+			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: %s( ) parameters differ from an earlier use", av.Name, call.Fn)
 		}
 		if len(a.Keys) != len(keys) {
 			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
@@ -521,4 +534,123 @@ func selfPgid() int {
 		return 0
 	}
 	return g
+}
+
+// aggParams checks and returns the constant parameters of lquantize and
+// llquantize, with DTrace's rules and messages.
+func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
+	consts := func(from, to int) ([]int64, error) {
+		var out []int64
+		for i := from; i < to && i < len(call.Args); i++ {
+			v, ok := in.ConstInt(call.Args[i])
+			if !ok {
+				return nil, in.errorf(call.Args[i].Start(), "D_AGG_PARAM", "%s( ) argument #%d must be a constant integer", call.Fn, i+1)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	switch call.Fn {
+	case "lquantize":
+		p, err := consts(1, 4)
+		if err != nil {
+			return nil, err
+		}
+		base, limit, step := p[0], p[1], int64(1)
+		if len(p) > 2 {
+			step = p[2]
+		}
+		switch {
+		case base < -1<<31 || base >= 1<<31:
+			return nil, in.errorf(call.Args[1].Start(), "D_LQUANT_BASEVAL", "lquantize( ) argument #2 must be a 32-bit quantity")
+		case limit < -1<<31 || limit >= 1<<31:
+			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_LIMVAL", "lquantize( ) argument #3 must be a 32-bit quantity")
+		case limit <= base:
+			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_MISMATCH", "lquantize( ) lower bound (argument #2) must be less than upper bound (argument #3)")
+		case step <= 0 || step >= 1<<16:
+			return nil, in.errorf(call.Args[3].Start(), "D_LQUANT_STEPVAL", "lquantize( ) argument #4 must be a 16-bit quantity")
+		case (limit-base)/step >= 1<<16:
+			return nil, in.errorf(call.Pos, "D_LQUANT_STEPLARGE", "lquantize( ) step (argument #4) too large: must have at most %d levels", 1<<16-1)
+		case (limit-base)%step != 0 && (limit-base)/step == 0:
+			return nil, in.errorf(call.Pos, "D_LQUANT_STEPSMALL", "lquantize( ) step (argument #4) too large for range")
+		}
+		return []int64{base, limit, step}, nil
+	case "llquantize":
+		p, err := consts(1, 5)
+		if err != nil {
+			return nil, err
+		}
+		factor, low, high, steps := p[0], p[1], p[2], p[3]
+		switch {
+		case factor < 2 || factor >= 1<<16:
+			return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_FACTORVAL", "llquantize( ) argument #2 (factor) must be at least 2 and fit in 16 bits")
+		case low < 0 || low >= 1<<16:
+			return nil, in.errorf(call.Args[2].Start(), "D_LLQUANT_LOWVAL", "llquantize( ) argument #3 (low magnitude) must be a non-negative 16-bit quantity")
+		case high < low || high >= 1<<16:
+			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_HIGHVAL", "llquantize( ) argument #4 (high magnitude) must be at least argument #3 and fit in 16 bits")
+		case steps < 1 || steps >= 1<<16 || (steps%factor != 0 && factor%steps != 0):
+			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_NSTEPVAL", "llquantize( ) argument #5 (steps) must evenly divide or be divisible by the factor")
+		}
+		if ovf := powOverflows(factor, high+1); ovf {
+			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_MAGTOOBIG", "llquantize( ) factor (argument #2) raised to the high magnitude (argument #4) + 1 overflows 64 bits")
+		}
+		return p, nil
+	}
+	return nil, nil
+}
+
+func powOverflows(f, n int64) bool {
+	v := uint64(1)
+	for i := int64(0); i < n; i++ {
+		if v > (1<<63)/uint64(f) {
+			return true
+		}
+		v *= uint64(f)
+	}
+	return false
+}
+
+// ConstInt evaluates an integer constant expression: literals, macro
+// arguments, and unary and binary arithmetic on them.
+func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *ast.IntLit:
+		return int64(e.Val), true
+	case *ast.Paren:
+		return in.ConstInt(e.X)
+	case *ast.MacroVar:
+		v, _, isStr, err := in.Macro(e)
+		return v, err == nil && !isStr
+	case *ast.Unary:
+		x, ok := in.ConstInt(e.X)
+		switch e.Op {
+		case "-":
+			return -x, ok
+		case "+":
+			return x, ok
+		case "~":
+			return ^x, ok
+		}
+	case *ast.Binary:
+		x, ok1 := in.ConstInt(e.X)
+		y, ok2 := in.ConstInt(e.Y)
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		switch e.Op {
+		case "+":
+			return x + y, true
+		case "-":
+			return x - y, true
+		case "*":
+			return x * y, true
+		case "/":
+			if y != 0 {
+				return x / y, true
+			}
+		case "<<":
+			return x << uint(y), true
+		}
+	}
+	return 0, false
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/quant"
 )
 
 // aggregate generates "@name[keys] = func(args)". The value is updated in
@@ -18,17 +19,32 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 		rhs = p.X
 	}
 	call := rhs.(*ast.Call) // checked: an aggregating function
-	// The function's argument first: it may call helpers.
-	var argTmp int16
-	if len(call.Args) > 0 {
-		if err := pg.expr(call.Args[0]); err != nil {
-			return err
+	// The function's value (and increment) first: they may call helpers.
+	var argTmp, incrTmp int16
+	evalArg := func(e ast.Expr) (int16, error) {
+		if err := pg.expr(e); err != nil {
+			return 0, err
 		}
 		t, err := pg.push()
 		if err != nil {
-			return pg.errorf(call.Pos, "%v", err)
+			return 0, pg.errorf(call.Pos, "%v", err)
+		}
+		return t, nil
+	}
+	if len(call.Args) > 0 {
+		t, err := evalArg(call.Args[0])
+		if err != nil {
+			return err
 		}
 		argTmp = t
+		defer func() { pg.depth-- }()
+	}
+	if incr := incrArg(call); incr != nil {
+		t, err := evalArg(incr)
+		if err != nil {
+			return err
+		}
+		incrTmp = t
 		defer func() { pg.depth-- }()
 	}
 	keyOff := pg.scratchBase
@@ -62,19 +78,148 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 	}
 	pg.label(found)
 	// value[0] counts updates; it is count()'s result and tells whether
-	// an aggregation has data at all.
+	// an aggregation has data at all. R0 points at the value throughout.
 	pg.emit(asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
+	pg.emit(asm.Mov.Reg(asm.R4, asm.R1)) // updates before this one
 	pg.emit(asm.Add.Imm(asm.R1, 1))
 	pg.emit(asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
-	switch l.Func {
-	case "sum":
-		pg.emit(asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord))
+	if len(call.Args) > 0 {
 		pg.emit(asm.LoadMem(asm.R2, asm.RFP, argTmp, asm.DWord))
-		pg.emit(asm.Add.Reg(asm.R1, asm.R2))
-		pg.emit(asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord))
+	}
+	switch l.Func {
+	case "sum", "avg":
+		pg.addTo(asm.R0, 8, asm.R2)
+	case "min", "max":
+		// The first update sets the value; later ones keep the least
+		// (greatest).
+		op := asm.JSLT
+		if l.Func == "max" {
+			op = asm.JSGT
+		}
+		set := pg.newLabel("agg_set")
+		pg.emit(asm.JEq.Imm(asm.R4, 0, set))
+		pg.emit(asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord))
+		pg.emit(op.Reg(asm.R2, asm.R1, set))
+		pg.emit(asm.Ja.Label(done))
+		pg.label(set)
+		pg.emit(asm.StoreMem(asm.R0, 8, asm.R2, asm.DWord))
+	case "stddev":
+		// sum, and the sum of squares as 128 bits (low word, high word).
+		pg.addTo(asm.R0, 8, asm.R2)
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R2), asm.Mul.Reg(asm.R3, asm.R2))
+		pg.emit(asm.LoadMem(asm.R1, asm.R0, 16, asm.DWord))
+		pg.emit(asm.Add.Reg(asm.R1, asm.R3))
+		pg.emit(asm.StoreMem(asm.R0, 16, asm.R1, asm.DWord))
+		pg.emit(asm.JGE.Reg(asm.R1, asm.R3, done)) // no carry
+		pg.emit(asm.LoadMem(asm.R1, asm.R0, 24, asm.DWord))
+		pg.emit(asm.Add.Imm(asm.R1, 1))
+		pg.emit(asm.StoreMem(asm.R0, 24, asm.R1, asm.DWord))
+	case "quantize", "lquantize", "llquantize":
+		pg.bucket(l, asm.R2, asm.R1)
+		// R1 is the bucket; bound it for the verifier, then count.
+		pg.emit(asm.JGT.Imm(asm.R1, int32(l.Buckets-1), done))
+		pg.emit(asm.LSh.Imm(asm.R1, 3), asm.Add.Reg(asm.R0, asm.R1))
+		if incrTmp != 0 {
+			pg.emit(asm.LoadMem(asm.R3, asm.RFP, incrTmp, asm.DWord))
+		} else {
+			pg.emit(asm.Mov.Imm(asm.R3, 1))
+		}
+		pg.addTo(asm.R0, 8, asm.R3)
 	}
 	pg.label(done)
 	return nil
+}
+
+// incrArg is the optional increment of quantize, lquantize, llquantize.
+func incrArg(call *ast.Call) ast.Expr {
+	n := map[string]int{"quantize": 1, "lquantize": 4, "llquantize": 5}[call.Fn]
+	if n > 0 && len(call.Args) > n {
+		return call.Args[n]
+	}
+	return nil
+}
+
+// addTo adds register v to the u64 at base+off.
+func (pg *probeGen) addTo(base asm.Register, off int16, v asm.Register) {
+	pg.emit(asm.LoadMem(asm.R5, base, off, asm.DWord))
+	pg.emit(asm.Add.Reg(asm.R5, v))
+	pg.emit(asm.StoreMem(base, off, asm.R5, asm.DWord))
+}
+
+// bucket computes into dst the bucket of the value in v, as package quant
+// lays buckets out. It uses R1-R5 except v; R0 is kept.
+func (pg *probeGen) bucket(l *AggLayout, v, dst asm.Register) {
+	done := pg.newLabel("bucket_done")
+	switch l.Func {
+	case "quantize":
+		// 0 is bucket 63; v > 0 is 64 + log2(v); v < 0 is 62 - log2(-v).
+		neg, pos := pg.newLabel("q_neg"), pg.newLabel("q_pos")
+		pg.emit(asm.Mov.Imm(dst, quant.QuantizeZero))
+		pg.emit(asm.JSGT.Imm(v, 0, pos))
+		pg.emit(asm.JSLT.Imm(v, 0, neg))
+		pg.emit(asm.Ja.Label(done))
+		pg.label(pos)
+		pg.emit(asm.Mov.Reg(asm.R3, v))
+		pg.log2(asm.R3, asm.R4)
+		pg.emit(asm.Mov.Reg(dst, asm.R4), asm.Add.Imm(dst, quant.QuantizeZero+1))
+		pg.emit(asm.Ja.Label(done))
+		pg.label(neg)
+		pg.emit(asm.Mov.Reg(asm.R3, v), asm.Neg.Imm(asm.R3, 0))
+		pg.log2(asm.R3, asm.R4)
+		pg.emit(asm.Mov.Imm(dst, quant.QuantizeZero-1), asm.Sub.Reg(dst, asm.R4))
+		// -2^63 has no bucket of its own: it joins the last negative one.
+		pg.emit(asm.JSGE.Imm(dst, 0, done))
+		pg.emit(asm.Mov.Imm(dst, 0))
+	case "lquantize":
+		p := l.Lquantize()
+		top := int64(p.Base) + int64(p.Levels)*int64(p.Step)
+		in := pg.newLabel("lq_in")
+		pg.emit(asm.Mov.Imm(dst, 0))
+		pg.emit(asm.JSLT.Imm(v, p.Base, done))
+		pg.emit(asm.LoadImm(asm.R3, top, asm.DWord))
+		pg.emit(asm.JSLT.Reg(v, asm.R3, in))
+		pg.emit(asm.Mov.Imm(dst, int32(p.Levels)+1))
+		pg.emit(asm.Ja.Label(done))
+		pg.label(in)
+		pg.emit(asm.Mov.Reg(dst, v), asm.Sub.Imm(dst, p.Base))
+		pg.emit(asm.Div.Imm(dst, int32(p.Step)), asm.Add.Imm(dst, 1))
+	case "llquantize":
+		// k: the last positive bin whose lower bound |v| reaches; then
+		// zero+k, or zero-k for negative values.
+		p := l.Llquantize()
+		zero := int32(p.Zero())
+		mag, k, sign := asm.R3, asm.R4, asm.R5
+		abs, counted := pg.newLabel("llq_abs"), pg.newLabel("llq_k")
+		pg.emit(asm.Mov.Reg(mag, v), asm.Mov.Imm(sign, 1))
+		pg.emit(asm.JSGE.Imm(v, 0, abs))
+		pg.emit(asm.Neg.Imm(mag, 0), asm.Mov.Imm(sign, -1))
+		pg.label(abs)
+		pg.emit(asm.Mov.Imm(k, 0))
+		p.Bounds(func(off int, lower uint64) {
+			pg.emit(asm.LoadImm(dst, int64(lower), asm.DWord))
+			pg.emit(asm.JLT.Reg(mag, dst, counted))
+			pg.emit(asm.Mov.Imm(k, int32(off)))
+		})
+		pg.emit(asm.LoadImm(dst, int64(quant.Pow(uint64(p.Factor), int(p.Hmag)+1)), asm.DWord))
+		pg.emit(asm.JLT.Reg(mag, dst, counted))
+		pg.emit(asm.Mov.Imm(k, zero))
+		pg.label(counted)
+		pg.emit(asm.Mul.Reg(k, sign))
+		pg.emit(asm.Mov.Imm(dst, zero), asm.Add.Reg(dst, k))
+	}
+	pg.label(done)
+}
+
+// log2 sets dst to floor(log2(x)) for x > 0, by halving; x is clobbered.
+func (pg *probeGen) log2(x, dst asm.Register) {
+	pg.emit(asm.Mov.Imm(dst, 0))
+	for _, sh := range []int32{32, 16, 8, 4, 2, 1} {
+		next := pg.newLabel("log2")
+		pg.emit(asm.Mov.Reg(asm.R2, x), asm.RSh.Imm(asm.R2, sh))
+		pg.emit(asm.JEq.Imm(asm.R2, 0, next))
+		pg.emit(asm.Mov.Reg(x, asm.R2), asm.Add.Imm(dst, sh))
+		pg.label(next)
+	}
 }
 
 // lookupKey looks up the key at state+off in map m into R0.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/providers"
 )
@@ -185,8 +186,19 @@ func (g *gen) layoutAggs() {
 		switch a.Func {
 		case "count":
 			l.ValueSize = 8
+		case "stddev":
+			l.ValueSize = 32
+		case "quantize":
+			l.Buckets = quant.QuantizeBuckets
+		case "lquantize":
+			l.Buckets = l.Lquantize().Len()
+		case "llquantize":
+			l.Buckets = l.Llquantize().Len()
 		default:
 			l.ValueSize = 16
+		}
+		if l.Buckets > 0 {
+			l.ValueSize = 8 + 8*l.Buckets
 		}
 		g.keyMax = max(g.keyMax, l.KeySize)
 		g.valMax = max(g.valMax, l.ValueSize)

@@ -3,6 +3,7 @@ package codegen
 import (
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 )
@@ -124,6 +125,25 @@ type AggLayout struct {
 	KeySize   int
 	ValueSize int  // value[0] is the number of updates, then the function's data
 	Array     bool // no keys: a one-entry per-CPU array
+	Buckets   int  // quantize, lquantize, llquantize: buckets after value[0]
+}
+
+// Lquantize returns an lquantize aggregation's bucket layout.
+func (l *AggLayout) Lquantize() quant.Lquantize {
+	if l.Func != "lquantize" {
+		return quant.Lquantize{}
+	}
+	base, limit, step := l.Params[0], l.Params[1], l.Params[2]
+	return quant.Lquantize{Base: int32(base), Step: uint16(step), Levels: uint16((limit - base) / step)}
+}
+
+// Llquantize returns an llquantize aggregation's bucket layout.
+func (l *AggLayout) Llquantize() quant.Llquantize {
+	if l.Func != "llquantize" {
+		return quant.Llquantize{}
+	}
+	p := l.Params
+	return quant.Llquantize{Factor: uint16(p[0]), Lmag: uint16(p[1]), Hmag: uint16(p[2]), Steps: uint16(p[3])}
 }
 
 // Var is a variable's place: Off in the globals value (global scalars) or

@@ -256,24 +256,24 @@ func TestLlquantizeBasic(t *testing.T) {
 			line{"2", 2, "102"}, line{"3", 2, "103"}, line{"4", 4, "209"}, line{"6", 2, "106"},
 			line{"8", 2, "108"}, line{"10", 0, "0"}, line{"12", 2, "112"}, line{"14", 0, "0"},
 			line{">= 16", 4, "236"})},
-		{"zero", series(LlquantizeParams{2, 0, 1, 2}, []add{{0, 1}, {0, -1}}),
+		{"zero", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 2}, []add{{0, 1}, {0, -1}}),
 			table(line{"0", 0, "0"}, line{"1", 0, "0"}, line{"2", 0, "0"})},
-		{"zeroB (lmag==0 && steps>factor)", series(LlquantizeParams{2, 0, 1, 4}, []add{{0, 1}, {0, -1}}),
+		{"zeroB (lmag==0 && steps>factor)", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 4}, []add{{0, 1}, {0, -1}}),
 			table(line{"0", 0, "0"}, line{"1", 0, "0"}, line{"2", 0, "0"})},
-		{"posvals", series(LlquantizeParams{2, 0, 1, 2}, []add{{1, 1}}),
+		{"posvals", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 2}, []add{{1, 1}}),
 			table(line{"0", 0, "0"}, line{"1", 40, "1"}, line{"2", 0, "0"})},
-		{"negvals", series(LlquantizeParams{2, 0, 1, 2}, []add{{2, -1}}), "\n" + quantHeader +
+		{"negvals", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 2}, []add{{2, -1}}), "\n" + quantHeader +
 			"               1                                         | 0        \n" +
 			"               2 @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@| -1       \n" +
 			"            >= 4                                         | 0        \n\n"},
-		{"allvals", series(LlquantizeParams{2, 0, 1, 2}, []add{{1, 1}, {2, -1}}), "\n" + quantHeader +
+		{"allvals", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 2}, []add{{1, 1}, {2, -1}}), "\n" + quantHeader +
 			"               0                     |                     0        \n" +
 			"               1                     |@@@@@@@@@@           1        \n" +
 			"               2           @@@@@@@@@@|                     -1       \n" +
 			"            >= 4                     |                     0        \n\n"},
-		{"singlerangeA", series(LlquantizeParams{4, 0, 0, 4}, single()), singleWant},
-		{"singlerangeB", series(LlquantizeParams{4, 0, 0, 8}, single()), singleWant},
-		{"straightlog", series(LlquantizeParams{10, 0, 3, 1}, []add{
+		{"singlerangeA", series(LlquantizeParams{Factor: 4, Lmag: 0, Hmag: 0, Steps: 4}, single()), singleWant},
+		{"singlerangeB", series(LlquantizeParams{Factor: 4, Lmag: 0, Hmag: 0, Steps: 8}, single()), singleWant},
+		{"straightlog", series(LlquantizeParams{Factor: 10, Lmag: 0, Hmag: 3, Steps: 1}, []add{
 			{-100000, 100108}, {-10000, 100208}, {-1000, 100308}, {-100, 100408}, {-10, 100508},
 			{-1, 100608}, {0, 100708}, {1, 100808}, {10, 100908}, {100, 101008}, {1000, 101108},
 			{10000, 101208}, {100000, 101308}}), table(
@@ -281,12 +281,12 @@ func TestLlquantizeBasic(t *testing.T) {
 			line{"-10", 3, "100508"}, line{"-1", 3, "100608"}, line{"0", 3, "100708"},
 			line{"1", 3, "100808"}, line{"10", 3, "100908"}, line{"100", 3, "101008"},
 			line{"1000", 3, "101108"}, line{">= 10000", 6, "202516"})},
-		{"shift", series(LlquantizeParams{2, 0, 1, 2}, []add{{-3, 1}, {3, 1}}), table(
+		{"shift", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 2}, []add{{-3, 1}, {3, 1}}), table(
 			line{"<= -4", 0, "0"}, line{"-2", 20, "1"}, line{"-1", 0, "0"}, line{"0", 0, "0"},
 			line{"1", 0, "0"}, line{"2", 20, "1"}, line{">= 4", 0, "0"})},
 		// The bins either side of the data are ghost bins, which borrow
 		// the labels of their neighbours.
-		{"ghostbin", series(LlquantizeParams{2, 0, 1, 4}, []add{{-1, 1}, {1, 1}}), table(
+		{"ghostbin", series(LlquantizeParams{Factor: 2, Lmag: 0, Hmag: 1, Steps: 4}, []add{{-1, 1}, {1, 1}}), table(
 			line{"-2", 0, "0"}, line{"-1", 20, "1"}, line{"0", 0, "0"}, line{"1", 20, "1"}, line{"2", 0, "0"})},
 	}
 	for _, tt := range tests {
@@ -448,7 +448,7 @@ func TestLlquantizeBucketProperties(t *testing.T) {
 		for lmag := uint16(0); lmag <= 2; lmag++ {
 			for hmag := lmag; hmag <= lmag+2; hmag++ {
 				for _, steps := range []uint16{1, 2, factor, factor * 2, factor * factor} {
-					p := LlquantizeParams{factor, lmag, hmag, steps}
+					p := LlquantizeParams{Factor: factor, Lmag: lmag, Hmag: hmag, Steps: steps}
 					if p.Len() == 0 {
 						continue
 					}

@@ -7,8 +7,8 @@ package output
 
 import (
 	"errors"
+	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"io"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -104,44 +104,6 @@ func normDiv(v int64, normal uint64) int64 {
 	return int64(uint64(v) / normal)
 }
 
-// QuantizeBuckets is the number of buckets of a quantize() aggregation:
-// 63 negative powers of two, zero, and 63 positive powers of two.
-const QuantizeBuckets = 127
-
-const quantizeZero = 63
-
-// QuantizeBucketValue returns the value that labels bucket i: -2^62 ...
-// -2, -1, 0, 1, 2, 4 ... 2^62.
-func QuantizeBucketValue(i int) int64 {
-	switch {
-	case i < quantizeZero:
-		return -(int64(1) << (quantizeZero - i - 1))
-	case i == quantizeZero:
-		return 0
-	}
-	return int64(1) << (i - quantizeZero - 1)
-}
-
-// QuantizeBucket returns the bucket that counts v: for v >= 0 the largest
-// bucket whose value is at most v; for v < 0 the bucket of the negative
-// power of two nearest zero that is at least |v| away ("-2" counts -2 and
-// -3).
-func QuantizeBucket(v int64) int {
-	if v < 0 {
-		for i := 0; i < quantizeZero; i++ {
-			if v <= QuantizeBucketValue(i) {
-				return i
-			}
-		}
-	}
-	for i := quantizeZero + 1; i < QuantizeBuckets; i++ {
-		if v < QuantizeBucketValue(i) {
-			return i - 1
-		}
-	}
-	return QuantizeBuckets - 1
-}
-
 // WriteQuantize draws a quantize() table from its QuantizeBuckets counts:
 // the bins from one below the first non-zero one to one above the last, or
 // -1, 0 and 1 when all are zero. normal is normalize()'s divisor (0 or 1
@@ -178,29 +140,6 @@ func span(data []int64) (first, last int) {
 	return first, last
 }
 
-// LquantizeParams are lquantize()'s parameters.
-type LquantizeParams struct {
-	Base   int32
-	Step   uint16
-	Levels uint16
-}
-
-// Len returns the number of buckets: one below Base, Levels of width Step,
-// and one at or above Base + Levels*Step.
-func (p LquantizeParams) Len() int { return int(p.Levels) + 2 }
-
-// Bucket returns the bucket that counts v.
-func (p LquantizeParams) Bucket(v int64) int {
-	base := int64(p.Base)
-	switch {
-	case v < base:
-		return 0
-	case v >= base+int64(p.Levels)*int64(p.Step):
-		return int(p.Levels) + 1
-	}
-	return 1 + int((v-base)/int64(p.Step))
-}
-
 // WriteLquantize draws an lquantize() table: like WriteQuantize, with bins
 // labelled "< base", base + k*step, and ">= limit"; when all counts are zero,
 // the first three bins.
@@ -234,120 +173,14 @@ func WriteLquantize(w io.Writer, p LquantizeParams, buckets []int64, normal uint
 	return err
 }
 
-// LlquantizeParams are llquantize()'s parameters: the factor, the low and
-// high magnitudes, and the steps per magnitude.
-type LlquantizeParams struct {
-	Factor, Lmag, Hmag, Steps uint16
-}
-
-// The llquantize() layout (dtrace-utils, which counts negative values too):
-//
-//	bin 0            values <= -Factor^(Hmag+1)
-//	bins 1..zero-1   negative ranges, mirroring the positive ones
-//	bin zero         values with |v| < Factor^Lmag
-//	bins zero+1..    positive ranges: for each magnitude m in Lmag..Hmag,
-//	                 the steps Steps/Factor+1 .. Steps of Factor^(m+1)/Steps
-//	last bin         values >= Factor^(Hmag+1)
-//
-// When Lmag is 0 and Steps > Factor, the first magnitude's bins are 1, 2,
-// ... Factor, spaced Steps/Factor bins apart; the bins between them are
-// never counted ("ghost bins").
-
-func (p LlquantizeParams) valid() bool {
-	if p.Factor < 2 || p.Steps == 0 || p.Hmag < p.Lmag {
-		return false
-	}
-	// Factor^(Hmag+1) must fit, as the D compiler makes sure it does.
-	v := uint64(1)
-	for i := 0; i <= int(p.Hmag); i++ {
-		if v > math.MaxInt64/uint64(p.Factor) {
-			return false
-		}
-		v *= uint64(p.Factor)
-	}
-	return true
-}
-
-func (p LlquantizeParams) zero() int {
-	f, s := int(p.Factor), int(p.Steps)
-	return 1 + (int(p.Hmag)-int(p.Lmag)+1)*(s-s/f)
-}
-
-// Len returns the number of buckets, 0 if the parameters are invalid.
-func (p LlquantizeParams) Len() int {
-	if !p.valid() {
-		return 0
-	}
-	return 2*p.zero() + 1
-}
-
-func pow(f uint64, n int) uint64 {
-	v := uint64(1)
-	for ; n > 0; n-- {
-		v *= f
-	}
-	return v
-}
-
-// bounds calls fn with each positive bin's offset from the zero bin and the
-// least value it counts, in increasing order; the last is the overflow bin.
-func (p LlquantizeParams) bounds(fn func(k int, lower uint64)) {
-	f, steps := uint64(p.Factor), uint64(p.Steps)
-	sf := steps / f
-	mag := int(p.Lmag)
-	k := 1
-	fn(k, pow(f, mag))
-	if mag == 0 && steps > f {
-		for step := uint64(2); step <= f; step++ {
-			k += int(sf)
-			fn(k, step)
-		}
-		mag++
-	}
-	scale := pow(f, mag+1) / steps
-	for ; mag <= int(p.Hmag); mag++ {
-		for step := sf + 1; step <= steps; step++ {
-			k++
-			fn(k, step*scale)
-		}
-		scale *= f
-	}
-}
-
-// Bucket returns the bucket that counts v, or -1 if the parameters are
-// invalid.
-func (p LlquantizeParams) Bucket(v int64) int {
-	if !p.valid() {
-		return -1
-	}
-	mag := uint64(v)
-	if v < 0 {
-		mag = -mag
-	}
-	zero := p.zero()
-	k := 0
-	p.bounds(func(off int, lower uint64) {
-		if mag >= lower {
-			k = off
-		}
-	})
-	if top := pow(uint64(p.Factor), int(p.Hmag)+1); mag >= top {
-		k = zero
-	}
-	if v < 0 {
-		return zero - k
-	}
-	return zero + k
-}
-
 // WriteLlquantize draws an llquantize() table as dtrace-utils does: the
 // bins from one below the first non-zero one to one above the last (the
 // zero bin and its neighbours when all are zero), skipping the ghost bins.
 func WriteLlquantize(w io.Writer, p LlquantizeParams, buckets []int64, normal uint64) error {
-	if !p.valid() || len(buckets) != p.Len() {
+	if !p.Valid() || len(buckets) != p.Len() {
 		return ErrMismatch
 	}
-	nbins, zero := len(buckets), p.zero()
+	nbins, zero := len(buckets), p.Zero()
 	first, last := span(buckets)
 	if first > last {
 		first, last = zero+1, zero+1
@@ -371,7 +204,7 @@ func WriteLlquantize(w io.Writer, p LlquantizeParams, buckets []int64, normal ui
 		}
 	}
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	scale := pow(uint64(p.Factor), int(p.Lmag))
+	scale := quant.Pow(uint64(p.Factor), int(p.Lmag))
 	switch {
 	case scale == 1:
 		set(zero, "0")
@@ -380,11 +213,11 @@ func WriteLlquantize(w io.Writer, p LlquantizeParams, buckets []int64, normal ui
 	default:
 		set(zero, "abs() < "+u(scale))
 	}
-	p.bounds(func(k int, lower uint64) {
+	p.Bounds(func(k int, lower uint64) {
 		set(zero-k, "-"+u(lower))
 		set(zero+k, u(lower))
 	})
-	top := pow(uint64(p.Factor), int(p.Hmag)+1)
+	top := quant.Pow(uint64(p.Factor), int(p.Hmag)+1)
 	set(0, "<= -"+u(top))
 	set(nbins-1, ">= "+u(top))
 
@@ -414,3 +247,21 @@ func WriteLlquantize(w io.Writer, p LlquantizeParams, buckets []int64, normal ui
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// The bucket layouts live in package quant, shared with the code
+// generator.
+type (
+	LquantizeParams  = quant.Lquantize
+	LlquantizeParams = quant.Llquantize
+)
+
+// QuantizeBuckets is the number of buckets of a quantize() aggregation.
+const QuantizeBuckets = quant.QuantizeBuckets
+
+const quantizeZero = quant.QuantizeZero
+
+// QuantizeBucketValue returns the value that labels bucket i.
+func QuantizeBucketValue(i int) int64 { return quant.QuantizeBucketValue(i) }
+
+// QuantizeBucket returns the bucket that counts v.
+func QuantizeBucket(v int64) int { return quant.QuantizeBucket(v) }

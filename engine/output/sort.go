@@ -4,6 +4,7 @@
 package output
 
 import (
+	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"math/big"
 	"slices"
 
@@ -140,14 +141,14 @@ func (a *Aggregation) weight(b []int64) (*big.Rat, int64) {
 		// and its negative mirror weigh by the positive bin's lower
 		// bound; the scale of the step bins is not rounded.
 		p := a.Llquantize
-		if !p.valid() {
+		if !p.Valid() {
 			return sum, 0
 		}
-		z := p.zero()
+		z := p.Zero()
 		f, steps := int64(p.Factor), int64(p.Steps)
 		sf := steps / f
 		mirror := func(i int, w *big.Rat) { add(at(z+i)-at(z-i), w) }
-		mirror(1, new(big.Rat).SetInt(new(big.Int).SetUint64(pow(uint64(f), int(p.Lmag)))))
+		mirror(1, new(big.Rat).SetInt(new(big.Int).SetUint64(quant.Pow(uint64(f), int(p.Lmag)))))
 		i, lmag := 1, int(p.Lmag)
 		if lmag == 0 && steps > f {
 			for step := int64(2); step <= f; step++ {
@@ -156,7 +157,7 @@ func (a *Aggregation) weight(b []int64) (*big.Rat, int64) {
 			}
 			lmag = 1
 		}
-		scale := new(big.Rat).SetFrac(new(big.Int).SetUint64(pow(uint64(f), lmag+1)), big.NewInt(steps))
+		scale := new(big.Rat).SetFrac(new(big.Int).SetUint64(quant.Pow(uint64(f), lmag+1)), big.NewInt(steps))
 		for mag := lmag; mag <= int(p.Hmag); mag++ {
 			for step := sf + 1; step <= steps; step++ {
 				i++

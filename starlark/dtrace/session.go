@@ -346,7 +346,7 @@ func (s *Session) aggregations(th *starlark.Thread, b *starlark.Builtin, args st
 				for i, k := range r.Keys {
 					key[i] = value(k)
 				}
-				d.SetKey(key, starlark.MakeInt64(r.Value))
+				d.SetKey(key, aggValue(a, r))
 			}
 			out.SetKey(starlark.String("@"+a.Name()), d)
 		}
@@ -579,3 +579,15 @@ func value(v printf.Value) starlark.Value {
 }
 
 var _ = strconv.Itoa
+
+// aggValue is a row's value as a script sees it: an int, or a histogram
+// for the distribution functions.
+func aggValue(a *engine.AggData, r *engine.AggRow) starlark.Value {
+	switch a.Layout.Func {
+	case "quantize", "lquantize", "llquantize":
+		return newHistogram(a, r)
+	case "stddev":
+		return starlark.MakeUint64(output.StddevValue(int64(r.Count), r.Sum, r.SumSq, 0))
+	}
+	return starlark.MakeInt64(r.Value)
+}
