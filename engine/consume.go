@@ -64,6 +64,18 @@ func (e *Enabling) handle(raw []byte) {
 		case codegen.ActExit:
 			ev.Kind = KindExit
 			ev.Status = int(int32(vals[0].Bits))
+		default:
+			ev.Kind = KindPrinta
+			s.mu.Unlock()
+			out, err := e.aggAction(&act, vals)
+			s.mu.Lock()
+			if err != nil {
+				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: s.opts.Prog + ": " + err.Error() + "\n", Stderr: true})
+			}
+			text.WriteString(out)
+			if act.Kind != codegen.ActPrinta && text.Len() == 0 {
+				continue
+			}
 		}
 		// Out of quiet mode each record ends its line, as dtrace(1) does.
 		if !s.opts.Quiet && i == len(rec.Actions)-1 {
@@ -143,4 +155,48 @@ func (e *Enabling) probeOfEPID(epid uint32) *providers.Probe {
 		}
 	}
 	return nil
+}
+
+// aggAction carries out printa(), clear(), trunc(), normalize() and
+// denormalize() as the consumer reads them, and returns what printa
+// prints.
+func (e *Enabling) aggAction(act *codegen.Action, vals []printf.Value) (string, error) {
+	n := int64(0)
+	if len(vals) > 0 {
+		n = vals[0].Int64()
+	}
+	switch act.Kind {
+	case codegen.ActClear:
+		return "", e.Clear(act.Aggs[0])
+	case codegen.ActTrunc:
+		return "", e.Trunc(act.Aggs[0], int(n))
+	case codegen.ActNormalize:
+		e.setNormal(act.Aggs[0], uint64(n))
+		return "", nil
+	case codegen.ActDenormalize:
+		e.setNormal(act.Aggs[0], 0)
+		return "", nil
+	}
+	snap, err := e.Snapshot()
+	if err != nil {
+		return "", err
+	}
+	var aggs []*output.Aggregation
+	for _, name := range act.Aggs {
+		for _, a := range snap.Aggs {
+			if a.Name() == name {
+				aggs = append(aggs, e.output(a))
+			}
+		}
+		e.printed[name] = true
+	}
+	var b strings.Builder
+	if act.Format == nil {
+		for _, a := range aggs {
+			output.WritePrinta(&b, a)
+		}
+	} else {
+		output.WritePrintaFormat(&b, act.Format, aggs)
+	}
+	return b.String(), nil
 }

@@ -41,7 +41,8 @@ type Enabling struct {
 	dynDrops uint64       // all CPUs, last reported
 	last     *AggSnapshot // aggregations as read when disabled
 
-	printed map[string]bool // aggregations printed by printa
+	printed map[string]bool   // aggregations printed by printa
+	normal  map[string]uint64 // normalize() divisors
 }
 
 // load creates prog's maps and loads its programs.

@@ -26,12 +26,32 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 		if e.printed[a.Name()] {
 			continue
 		}
-		aggs = append(aggs, a.Output(e.Prog.Info.Opts.StrSize))
+		aggs = append(aggs, e.output(a))
 	}
 	return output.WriteFinal(w, aggs)
 }
 
-// output converts merged data to the printer's form.
+// output converts an aggregation of e to the printer's form, with the
+// divisor normalize() set.
+func (e *Enabling) output(a *AggData) *output.Aggregation {
+	out := a.Output(e.Prog.Info.Opts.StrSize)
+	e.stateMu.Lock()
+	out.Normal = e.normal[a.Name()]
+	e.stateMu.Unlock()
+	return out
+}
+
+// setNormal records normalize()'s divisor for an aggregation (0: none).
+func (e *Enabling) setNormal(name string, n uint64) {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.normal == nil {
+		e.normal = map[string]uint64{}
+	}
+	e.normal[name] = n
+}
+
+// Output converts merged data to the printer's form.
 func (a *AggData) Output(strsize int) *output.Aggregation {
 	out := &output.Aggregation{
 		Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize,

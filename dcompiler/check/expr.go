@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 )
@@ -161,7 +163,82 @@ func isAction(name string) bool {
 	case "printf", "trace", "exit", "copyinstr", "stringof":
 		return true
 	}
-	return false
+	return AggActions[name]
+}
+
+// AggActions are the actions that take aggregations as arguments.
+var AggActions = map[string]bool{
+	"printa": true, "clear": true, "trunc": true, "normalize": true, "denormalize": true,
+}
+
+// aggAction checks printa(), clear(), trunc(), normalize() and
+// denormalize(): their aggregations must exist when they are used.
+func (in *Info) aggAction(e *ast.Call, env *Env) error {
+	args := e.Args
+	var format *ast.StrLit
+	if e.Fn == "printa" && len(args) > 0 {
+		if lit, ok := unparen(args[0]).(*ast.StrLit); ok {
+			format = lit
+			args = args[1:]
+		}
+	}
+	nagg := 0
+	for i, a := range args {
+		av, ok := unparen(a).(*ast.AggVar)
+		if !ok {
+			if e.Fn == "printa" || i == 0 {
+				return in.errorf(a.Start(), "D_"+strings.ToUpper(e.Fn)+"_AGGARG", "%s( ) argument #%d must be an aggregation", e.Fn, i+1+boolInt(format != nil))
+			}
+			break
+		}
+		if in.aggs[av.Name] == nil {
+			return in.errorf(av.Pos, "D_AGG_UNDEF", "@%s: aggregation has not been defined", av.Name)
+		}
+		nagg++
+	}
+	rest := args[nagg:]
+	switch e.Fn {
+	case "printa":
+		if nagg == 0 {
+			return in.errorf(e.Pos, "D_PRINTA_PROTO", "printa( ) prototype mismatch: too few arguments")
+		}
+		if format != nil {
+			f, err := printf.Parse(format.Val)
+			if err != nil {
+				tag := "D_PRINTF_FMT"
+				if pe, ok := err.(*printf.Error); ok {
+					tag = pe.Tag
+				}
+				return in.errorf(format.Pos, tag, "%s", err.Error())
+			}
+			_ = f
+		}
+	case "clear", "denormalize":
+		if nagg != 1 || len(rest) > 0 {
+			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, 1 expected", e.Fn, len(e.Args))
+		}
+	case "trunc", "normalize":
+		if nagg != 1 || len(rest) > 1 || (e.Fn == "normalize" && len(rest) != 1) {
+			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, %s expected", e.Fn, len(e.Args), map[bool]string{true: "2", false: "1 or 2"}[e.Fn == "normalize"])
+		}
+		for _, r := range rest {
+			t, err := in.TypeOf(r, env)
+			if err != nil {
+				return err
+			}
+			if !t.IsInt() {
+				return in.errorf(r.Start(), "D_PROTO_ARG", "%s( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", e.Fn, t)
+			}
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
@@ -394,6 +471,9 @@ func containsCall(list []*ast.Call, c *ast.Call) bool {
 }
 
 func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
+	if AggActions[e.Fn] {
+		return types.VoidT, in.aggAction(e, env)
+	}
 	argTypes := make([]*types.Type, len(e.Args))
 	for i, a := range e.Args {
 		t, err := in.TypeOf(a, env)

@@ -183,6 +183,10 @@ func (in *Info) predeclare() {
 				if !ok {
 					return
 				}
+				if av, isAgg := aggTarget(a.LHS); isAgg {
+					in.aggAssign(a, av, env)
+					return
+				}
 				r, ok := RefOf(a.LHS)
 				if !ok || in.Lookup(r) != nil {
 					return

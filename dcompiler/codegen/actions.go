@@ -3,6 +3,8 @@ package codegen
 import (
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/dstar-trace/dstar/dcompiler/printf"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/types"
@@ -14,7 +16,7 @@ func isRecording(call *ast.Call) bool {
 	case "printf", "trace", "exit":
 		return true
 	}
-	return false
+	return check.AggActions[call.Fn]
 }
 
 // layoutRecord lays out the record a clause writes, or returns nil when the
@@ -59,6 +61,26 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActTrace
 		case "exit":
 			act.Kind = ActExit
+		default:
+			act.Kind = aggActions[call.Fn]
+			if call.Fn == "printa" && len(args) > 0 {
+				if lit, ok := args[0].(*ast.StrLit); ok {
+					f, err := printf.Parse(lit.Val)
+					if err != nil {
+						return nil, pg.errorf(lit.Pos, "%v", err)
+					}
+					act.Format = f
+					args = args[1:]
+				}
+			}
+			for len(args) > 0 {
+				av, ok := args[0].(*ast.AggVar)
+				if !ok {
+					break
+				}
+				act.Aggs = append(act.Aggs, av.Name)
+				args = args[1:]
+			}
 		}
 		for _, a := range args {
 			t, err := pg.in.TypeOf(a, pg.env)
@@ -149,6 +171,11 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	args := call.Args
 	if call.Fn == "printf" {
 		args = args[1:]
+	}
+	if check.AggActions[call.Fn] {
+		// What follows the format and the aggregations: trunc's and
+		// normalize's number.
+		args = args[len(args)-len(act.Args):]
 	}
 	for i, a := range args {
 		d := act.Args[i]

@@ -97,7 +97,21 @@ const (
 	ActPrintf ActionKind = iota
 	ActTrace
 	ActExit
+	// Aggregation actions, carried out by the consumer when it reads the
+	// record: Aggs names the aggregations, Args holds trunc's and
+	// normalize's number.
+	ActPrinta
+	ActClear
+	ActTrunc
+	ActNormalize
+	ActDenormalize
 )
+
+// aggActions maps the D names of the aggregation actions to their kinds.
+var aggActions = map[string]ActionKind{
+	"printa": ActPrinta, "clear": ActClear, "trunc": ActTrunc,
+	"normalize": ActNormalize, "denormalize": ActDenormalize,
+}
 
 // Action is a recording action and where its data sits in the record.
 type Action struct {
@@ -105,6 +119,7 @@ type Action struct {
 	Index  int // 1-based position among the clause's actions
 	Format *printf.Format
 	Args   []Datum
+	Aggs   []string // aggregation names, for the aggregation actions
 }
 
 // Record is the layout of the records one enabled probe (a clause on a

@@ -221,3 +221,61 @@ func StddevValue(count, sum int64, sumsq [2]uint64, normal uint64) uint64 {
 	}
 	return diff.Sqrt(diff).Uint64()
 }
+
+// WritePrintaFormat writes what printa(format, @a, @b, ...) prints: one
+// line per key, the key's values filling the format's conversions in order
+// and each %@ conversion taking the next aggregation's value for the key
+// (zero where an aggregation lacks it). Rows come in the order the first
+// aggregation sorts them, then keys only the others have.
+func WritePrintaFormat(w io.Writer, f *printf.Format, aggs []*Aggregation) error {
+	type joined struct {
+		keys []printf.Value
+		vals []printf.Value
+	}
+	var order []string
+	rows := map[string]*joined{}
+	for i, a := range aggs {
+		sorted := append([]Row(nil), a.Rows...)
+		sortRows(a, sorted)
+		for _, r := range sorted {
+			k := keyString(r.Keys)
+			j := rows[k]
+			if j == nil {
+				j = &joined{keys: r.Keys, vals: make([]printf.Value, len(aggs))}
+				for n := range j.vals {
+					j.vals[n] = printf.Int(0)
+				}
+				rows[k] = j
+				order = append(order, k)
+			}
+			j.vals[i] = printf.Int(a.value(&r))
+		}
+	}
+	for _, k := range order {
+		j := rows[k]
+		if err := f.FprintAgg(w, j.keys, j.vals); err != nil && err != printf.ErrMismatch {
+			return err
+		}
+	}
+	return nil
+}
+
+// value is the number a row stands for in printa formats.
+func (a *Aggregation) value(r *Row) int64 {
+	switch a.Func {
+	case Avg:
+		return AvgValue(r.Count, r.Sum, a.Normal)
+	case Stddev:
+		return int64(StddevValue(r.Count, r.Sum, r.SumSq, a.Normal))
+	}
+	return normDiv(r.Value, a.Normal)
+}
+
+func keyString(keys []printf.Value) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k.String())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
