@@ -18,6 +18,8 @@ func (d dtraceOnly) Match(desc providers.Desc) ([]*providers.Probe, error) {
 	return d.Probes(desc)
 }
 
+func (dtraceOnly) Dispatcher(*providers.Probe) (providers.Dispatcher, string) { return nil, "" }
+
 // FuzzCompile runs the whole compiler front end and code generator on
 // arbitrary text: it must never panic, and every error must be positioned
 // in the source (or be a description that matched nothing).

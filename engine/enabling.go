@@ -26,7 +26,7 @@ type Enabling struct {
 	Prog  *dcompiler.Program
 	reg   *providers.Registry
 	coll  *ebpf.Collection
-	progs map[int]*ebpf.Program // by probe ID
+	progs []*ebpf.Program // as prog.Code.Programs
 	links []io.Closer
 	rd    *ringbuf.Reader
 
@@ -51,8 +51,8 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 	for name, m := range prog.Code.Maps {
 		spec.Maps[name] = m.Copy()
 	}
-	for _, p := range prog.Code.Programs {
-		spec.Programs[progKey(p.Probe.ID)] = p.Spec.Copy()
+	for i, p := range prog.Code.Programs {
+		spec.Programs[progKey(i)] = p.Spec.Copy()
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogDisabled: false},
@@ -60,9 +60,16 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 	if err != nil {
 		return nil, loadError(err)
 	}
-	e := &Enabling{s: s, Prog: prog, reg: reg, coll: coll, progs: map[int]*ebpf.Program{}, printed: map[string]bool{}}
-	for _, p := range prog.Code.Programs {
-		e.progs[p.Probe.ID] = coll.Programs[progKey(p.Probe.ID)]
+	e := &Enabling{s: s, Prog: prog, reg: reg, coll: coll, printed: map[string]bool{}}
+	for i, p := range prog.Code.Programs {
+		e.progs = append(e.progs, coll.Programs[progKey(i)])
+		if p.TailOf != "" {
+			// A dispatcher reaches this program through its array.
+			if err := coll.Maps[p.TailOf].Put(uint32(p.Key), e.progs[i]); err != nil {
+				e.Close()
+				return nil, fmt.Errorf("program array %s: %w", p.TailOf, err)
+			}
+		}
 	}
 	if err := e.initGlobals(); err != nil {
 		e.Close()
@@ -77,7 +84,7 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 	return e, nil
 }
 
-func progKey(id int) string { return fmt.Sprintf("probe_%d", id) }
+func progKey(i int) string { return fmt.Sprintf("prog_%d", i) }
 
 // loadError explains a load failure: a verifier rejection shows the end of
 // the verifier's log; a permission failure says what is needed.
@@ -142,11 +149,11 @@ func (e *Enabling) ProgramIDs() []ebpf.ProgramID {
 // attach attaches every probe but BEGIN, END and ERROR (which are fired,
 // not attached). The programs stay gated off until BEGIN has run.
 func (e *Enabling) attach() error {
-	for _, p := range e.Prog.Code.Programs {
-		if p.Probe.Provider == "dtrace" {
+	for i, p := range e.Prog.Code.Programs {
+		if p.Probe.Provider == "dtrace" || p.TailOf != "" {
 			continue
 		}
-		l, err := e.reg.Attach(p.Probe, e.progs[p.Probe.ID])
+		l, err := e.reg.Attach(p.Probe, e.progs[i])
 		if err != nil {
 			return fmt.Errorf("cannot enable %s: %w", p.Probe, err)
 		}
@@ -157,9 +164,9 @@ func (e *Enabling) attach() error {
 
 // fire runs the clauses of dtrace:::name, if the program has any.
 func (e *Enabling) fire(name string, args ...uint64) error {
-	for _, p := range e.Prog.Code.Programs {
+	for i, p := range e.Prog.Code.Programs {
 		if p.Probe.Provider == "dtrace" && p.Probe.Name == name {
-			return providers.Fire(e.progs[p.Probe.ID], args...)
+			return providers.Fire(e.progs[i], args...)
 		}
 	}
 	return nil

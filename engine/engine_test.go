@@ -63,8 +63,8 @@ func TestNothingLeftBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := en.ProgramIDs()
-		if len(ids) != len(prog.Probes()) || loaded(ids) != len(ids) {
-			t.Fatalf("%d programs for %d probes, %d of them loaded", len(ids), len(prog.Probes()), loaded(ids))
+		if len(ids) != len(prog.Code.Programs) || loaded(ids) != len(ids) {
+			t.Fatalf("%d programs for %d, %d of them loaded", len(ids), len(prog.Code.Programs), loaded(ids))
 		}
 		all = append(all, ids...)
 		if err := en.Disable(); err != nil {

@@ -23,3 +23,20 @@ func (r *Registry) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	}
 	return prov.Attach(pr, prog)
 }
+
+// Dispatcher returns pr's provider as a Dispatcher with the group pr
+// shares, or nil when pr shares no attach point.
+func (r *Registry) Dispatcher(pr *Probe) (Dispatcher, string) {
+	prov, err := r.ProviderOf(pr)
+	if err != nil {
+		return nil, ""
+	}
+	d, ok := prov.(Dispatcher)
+	if !ok {
+		return nil, ""
+	}
+	if g := d.Group(pr); g != "" {
+		return d, g
+	}
+	return nil, ""
+}

@@ -99,6 +99,21 @@ type Arg struct {
 	Signed bool
 }
 
+// Dispatcher is implemented by providers whose probes can share one kernel
+// attach point: one program then serves all of them, finding the probe by a
+// key read from its context (every system call reaches sys_enter; one
+// program there dispatching on the call's number costs far less than one
+// program per system call).
+type Dispatcher interface {
+	// Group names the attach point pr can share, or "" if it shares none.
+	Group(pr *Probe) string
+	// Key is pr's key within its group.
+	Key(pr *Probe) int64
+	// LoadKey appends code leaving the event's key in R0. Only Ctx, R0-R5
+	// and the stack bytes at Scratch are set up.
+	LoadKey(group string, p *Prologue) error
+}
+
 // UnusedErrno is the bit of Prologue.Unused that stands for errno.
 const UnusedErrno = 1 << 10
 
@@ -123,6 +138,9 @@ type Prologue struct {
 	// Scratch is a frame-pointer offset of 8 bytes the provider may use
 	// before Setup.
 	Scratch int16
+	// Filtered says the event is known to be this probe's (a dispatcher
+	// found it): the prologue need not filter.
+	Filtered bool
 	// Unused has bit i set when no clause reads argi, and bit UnusedErrno
 	// when none reads errno: the prologue may leave those undefined and
 	// save the work of filling them. The zero value asks for everything.

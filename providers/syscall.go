@@ -180,10 +180,12 @@ func (*Syscall) Prologue(pr *Probe, p *Prologue) error {
 }
 
 func syscallEntry(pr *Probe, p *Prologue, nr int32) {
-	p.Insns = append(p.Insns,
-		asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord), // id
-		asm.JNE.Imm(asm.R0, nr, p.Skip),
-	)
+	if !p.Filtered {
+		p.Insns = append(p.Insns,
+			asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord), // id
+			asm.JNE.Imm(asm.R0, nr, p.Skip),
+		)
+	}
 	setup(p)
 	p.Insns = append(p.Insns, asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord)) // regs
 	lo, hi := regs.sysArgs[0], regs.sysArgs[0]
@@ -249,19 +251,10 @@ func contiguousArgs(p *Prologue, span int) (int16, bool) {
 
 func syscallReturn(pr *Probe, p *Prologue, nr int32) {
 	done := label(pr, "errno")
-	// The syscall number saved at entry, from pt_regs, into the scratch
-	// slot: the state is not set up until the event is known to be ours.
-	p.Insns = append(p.Insns,
-		asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord),
-		asm.Add.Imm(asm.R3, int32(regs.sysNr)),
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, int32(p.Scratch)),
-		asm.Mov.Imm(asm.R2, int32(regs.sysNrSize)),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R0, asm.RFP, p.Scratch, sizes[regs.sysNrSize]),
-	)
-	p.Insns = append(p.Insns, signExtend(asm.R0, regs.sysNrSize)...)
-	p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, nr, p.Skip))
+	if !p.Filtered {
+		exitNr(p)
+		p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, nr, p.Skip))
+	}
 	setup(p)
 	p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord)) // ret
 	storeArg(p, 0, asm.R0)
@@ -277,6 +270,54 @@ func syscallReturn(pr *Probe, p *Prologue, nr int32) {
 		)
 	}
 	zeroArgs(p, 2)
+}
+
+// exitNr leaves in R0 the number of the system call returning: the one
+// saved at entry in pt_regs, read into the scratch slot, since the state
+// is not set up until the event is known to be ours.
+func exitNr(p *Prologue) {
+	p.Insns = append(p.Insns,
+		asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord),
+		asm.Add.Imm(asm.R3, int32(regs.sysNr)),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(p.Scratch)),
+		asm.Mov.Imm(asm.R2, int32(regs.sysNrSize)),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.RFP, p.Scratch, sizes[regs.sysNrSize]),
+	)
+	p.Insns = append(p.Insns, signExtend(asm.R0, regs.sysNrSize)...)
+}
+
+// Group puts every entry probe on sys_enter and every return probe on
+// sys_exit: one program dispatches on the system call's number.
+func (*Syscall) Group(pr *Probe) string {
+	sp, ok := pr.Private.(syscallProbe)
+	switch {
+	case !ok:
+		return ""
+	case sp.entry:
+		return "sys_enter"
+	}
+	return "sys_exit"
+}
+
+// Key is the system call's number.
+func (*Syscall) Key(pr *Probe) int64 {
+	sp, _ := pr.Private.(syscallProbe)
+	return int64(sp.nr)
+}
+
+// LoadKey loads the number of the system call entering or returning.
+func (*Syscall) LoadKey(group string, p *Prologue) error {
+	if !regs.supported {
+		return fmt.Errorf("syscall: pt_regs layout unknown on this architecture")
+	}
+	if group == "sys_enter" {
+		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord))
+		return nil
+	}
+	exitNr(p)
+	return nil
 }
 
 // Attach attaches prog to the raw tracepoint sys_enter (entry) or sys_exit

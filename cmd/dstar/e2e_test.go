@@ -355,3 +355,17 @@ func TestOptionsAndOutputFile(t *testing.T) {
 		t.Errorf("-Z: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+func TestAllSyscalls(t *testing.T) {
+	bpftest.Require(t)
+	// Every syscall probe at once: one dispatcher program per attach
+	// point, tail-calling each probe's program.
+	r := dstar(t, 30*time.Second, "-q", "-c", "cat /nonexistent-dstar-file", "-n",
+		`syscall:::entry /pid == $target/ { @[probefunc] = count(); } syscall:::return /pid == $target && errno != 0/ { @e[probefunc, errno] = count(); }`)
+	if !regexp.MustCompile(`(?m)^  execve +1$`).MatchString(r.stdout) && !regexp.MustCompile(`(?m)^  openat +\d+$`).MatchString(r.stdout) {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)^  openat +2 +\d+$`).MatchString(r.stdout) {
+		t.Errorf("the failed open (ENOENT) is not counted:\n%s", r.stdout)
+	}
+}

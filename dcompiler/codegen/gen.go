@@ -22,9 +22,46 @@ import (
 	"github.com/dstar-trace/dstar/providers"
 )
 
-// Prologuer emits a probe's prologue (a providers.Registry).
+// Prologuer emits a probe's prologue, and says which probes can share a
+// program (a providers.Registry).
 type Prologuer interface {
 	Prologue(pr *providers.Probe, p *providers.Prologue) error
+	Dispatcher(pr *providers.Probe) (providers.Dispatcher, string)
+}
+
+// group is the probes one program serves.
+type group struct {
+	probes []*providers.Probe
+	d      providers.Dispatcher
+	name   string
+}
+
+// groups puts the matched probes into programs: the probes of a shared
+// attach point together, every other probe alone; in order of first match.
+func (g *gen) groups() []*group {
+	var out []*group
+	shared := map[string]*group{}
+	for _, pr := range g.in.Probes {
+		d, name := g.opts.Providers.Dispatcher(pr)
+		if d == nil {
+			out = append(out, &group{probes: []*providers.Probe{pr}})
+			continue
+		}
+		if grp := shared[name]; grp != nil {
+			grp.probes = append(grp.probes, pr)
+			continue
+		}
+		grp := &group{probes: []*providers.Probe{pr}, d: d, name: name}
+		shared[name] = grp
+		out = append(out, grp)
+	}
+	// A shared attach point with one probe needs no dispatcher.
+	for _, grp := range out {
+		if len(grp.probes) == 1 {
+			grp.d = nil
+		}
+	}
+	return out
 }
 
 // Options size the generated maps and strings.
@@ -47,10 +84,16 @@ type Output struct {
 	Globals  []*Var
 }
 
-// Program is the BPF program of one probe.
+// Program is a BPF program. It serves Probes (one, or for a dispatcher
+// every probe of a shared attach point) and attaches as Probe does —
+// unless TailOf names the program array a dispatcher tail-calls it from,
+// at index Key.
 type Program struct {
-	Probe *providers.Probe
-	Spec  *ebpf.ProgramSpec
+	Probe  *providers.Probe
+	Probes []*providers.Probe
+	Spec   *ebpf.ProgramSpec
+	TailOf string
+	Key    int64
 }
 
 const (
@@ -87,14 +130,26 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	g.layoutAggs()
 	epid := uint32(1)
 	scratch := 0
-	for _, pr := range in.Probes {
-		pg := &probeGen{gen: g, probe: pr}
-		prog, err := pg.program(&epid)
-		if err != nil {
-			return nil, err
+	for _, grp := range g.groups() {
+		if grp.d != nil {
+			disp, err := g.dispatcher(grp)
+			if err != nil {
+				return nil, err
+			}
+			out.Programs = append(out.Programs, disp)
 		}
-		out.Programs = append(out.Programs, prog)
-		scratch = max(scratch, pg.scratchUsed)
+		for _, pr := range grp.probes {
+			pg := &probeGen{gen: g}
+			prog, err := pg.program(pr, grp.d != nil, &epid)
+			if err != nil {
+				return nil, err
+			}
+			if grp.d != nil {
+				prog.TailOf, prog.Key = grp.tailMap(), grp.d.Key(pr)
+			}
+			out.Programs = append(out.Programs, prog)
+			scratch = max(scratch, pg.scratchUsed)
+		}
 	}
 	g.maps(g.scratchBase + scratch)
 	return out, nil
@@ -271,10 +326,65 @@ type probeGen struct {
 
 func (pg *probeGen) isDTrace() bool { return pg.probe.Provider == "dtrace" }
 
-func (pg *probeGen) program(epid *uint32) (*Program, error) {
-	pg.env = &check.Env{Probe: pg.probe}
+// program generates the program of one probe. filtered says a
+// dispatcher tail-calls it only for its own events.
+func (pg *probeGen) program(pr *providers.Probe, filtered bool, epid *uint32) (*Program, error) {
 	pg.raised = map[string]bool{}
 	pg.emit(asm.Mov.Reg(regCtx, asm.R1))
+	if err := pg.section(pr, filtered, epid); err != nil {
+		return nil, err
+	}
+	pg.label("exit")
+	pg.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	spec := &ebpf.ProgramSpec{
+		Name:         progName(pr),
+		Type:         pr.ProgType,
+		AttachType:   pr.AttachType,
+		Instructions: pg.insns,
+		License:      "GPL",
+	}
+	return &Program{Probe: pr, Probes: []*providers.Probe{pr}, Spec: spec}, nil
+}
+
+// dispatcher generates the program attached for a shared attach point: it
+// reads the event's key and tail-calls the program of the probe with that
+// key, through a program array; events of no probe end there.
+func (g *gen) dispatcher(grp *group) (*Program, error) {
+	var pg probeGen
+	pg.gen = g
+	pg.emit(asm.Mov.Reg(regCtx, asm.R1))
+	pro := &providers.Prologue{Ctx: regCtx, State: regState, Skip: "exit", Scratch: stackTemps}
+	if err := grp.d.LoadKey(grp.name, pro); err != nil {
+		return nil, err
+	}
+	pg.emit(pro.Insns...)
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Mov.Reg(asm.R1, regCtx))
+	pg.mapPtr(asm.R2, grp.tailMap())
+	pg.call(asm.FnTailCall)
+	pg.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
+	first := grp.probes[0]
+	spec := &ebpf.ProgramSpec{
+		Name: "d_" + grp.name, Type: first.ProgType, AttachType: first.AttachType,
+		Instructions: pg.insns, License: "GPL",
+	}
+	maxKey := int64(0)
+	for _, pr := range grp.probes {
+		maxKey = max(maxKey, grp.d.Key(pr))
+	}
+	g.out.Maps[grp.tailMap()] = &ebpf.MapSpec{
+		Name: grp.tailMap(), Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4,
+		MaxEntries: uint32(maxKey + 1),
+	}
+	return &Program{Probe: first, Probes: grp.probes, Spec: spec}, nil
+}
+
+func (grp *group) tailMap() string { return "tail_" + grp.name }
+
+// section generates one probe's part of a program: the setup, the
+// provider's prologue, and the probe's clauses in program order.
+func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) error {
+	pg.probe = pr
+	pg.env = &check.Env{Probe: pr}
 	// The setup the provider places after its filter: the state, the
 	// globals, and the gate.
 	var setup probeGen
@@ -298,28 +408,20 @@ func (pg *probeGen) program(epid *uint32) (*Program, error) {
 		Setup:       setup.insns,
 		Scratch:     stackTemps,
 		Unused:      pg.unusedArgs(),
+		Filtered:    filtered,
 	}
-	if err := pg.opts.Providers.Prologue(pg.probe, pro); err != nil {
-		return nil, fmt.Errorf("probe %s: %w", pg.probe, err)
+	if err := pg.opts.Providers.Prologue(pr, pro); err != nil {
+		return fmt.Errorf("probe %s: %w", pr, err)
 	}
 	pg.emit(pro.Insns...)
-	for _, cl := range pg.in.ClausesOf[pg.probe.ID] {
+	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
 		if err := pg.genClause(cl); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	pg.label("exit")
-	pg.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	spec := &ebpf.ProgramSpec{
-		Name:         progName(pg.probe),
-		Type:         pg.probe.ProgType,
-		AttachType:   pg.probe.AttachType,
-		Instructions: pg.insns,
-		License:      "GPL",
-	}
-	return &Program{Probe: pg.probe, Spec: spec}, nil
+	return nil
 }
 
 // unusedArgs tells the prologue which of arg0..arg9 and errno no clause
