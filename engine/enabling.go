@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,12 +90,17 @@ func progKey(i int) string { return fmt.Sprintf("prog_%d", i) }
 // loadError explains a load failure: a verifier rejection shows the end of
 // the verifier's log; a permission failure says what is needed.
 func loadError(err error) error {
-	if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("cannot load BPF programs: %w (dstar needs root, or CAP_BPF and CAP_PERFMON)", err)
-	}
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's BPF verifier rejected the program: %+v", ve)
+		// The log's end says why; its whole can run to megabytes.
+		log := ve.Log
+		if len(log) > 12 {
+			log = log[len(log)-12:]
+		}
+		return fmt.Errorf("the kernel's BPF verifier rejected the program: %v:\n\t%s", ve.Cause, strings.Join(log, "\n\t"))
+	}
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("cannot load BPF programs: %w (dstar needs root, or CAP_BPF and CAP_PERFMON)", err)
 	}
 	return fmt.Errorf("cannot load BPF programs: %w", err)
 }

@@ -163,7 +163,8 @@ func isAction(name string) bool {
 	case "printf", "trace", "exit", "copyinstr", "stringof":
 		return true
 	}
-	return AggActions[name]
+	_, subr := Subroutines[name]
+	return AggActions[name] || subr
 }
 
 // AggActions are the actions that take aggregations as arguments.
@@ -520,6 +521,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			}
 		}
 		return types.StringT(in.Opts.StrSize), nil
+	}
+	if sr, ok := Subroutines[e.Fn]; ok {
+		return in.subrType(e, sr, argTypes)
 	}
 	if _, ok := aggFuncs[e.Fn]; ok {
 		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "%s( ) may only be used as the value of an aggregation", e.Fn)

@@ -74,6 +74,8 @@ func (pg *probeGen) expr(e ast.Expr) error {
 			size = tt.Size
 		}
 		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
+	case *ast.Call:
+		return pg.subrInt(e)
 	case *ast.Member:
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)

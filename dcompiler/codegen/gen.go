@@ -320,6 +320,7 @@ type probeGen struct {
 	record      *Record
 	recOff      int    // next free byte in the record
 	fault       string // where a fault in the current clause jumps
+	lastLabel   string // made by labelNext
 	raised      map[string]bool
 	epid        uint32
 }

@@ -59,6 +59,7 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if e.Fn == "copyinstr" {
 			return pg.copyinstr(e, base, off, size)
 		}
+		return pg.subrStr(e, base, off, size)
 	case *ast.Unary:
 		if e.Op == "stringof" {
 			t, err := pg.typeOf(e.X)

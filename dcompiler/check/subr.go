@@ -1,0 +1,85 @@
+package check
+
+import (
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+// argKind is what a subroutine's argument must be.
+type argKind int
+
+const (
+	argString argKind = iota
+	argInt
+)
+
+// subr is a subroutine's prototype.
+type subr struct {
+	args     []argKind
+	optional int    // how many trailing args may be left out
+	result   string // "string", "int", "int64", "size_t", "uint64"
+	proto    string // the prototype DTrace shows in messages
+}
+
+// Subroutines are D's subroutines that compute values.
+var Subroutines = map[string]subr{
+	"strlen":    {[]argKind{argString}, 0, "size_t", "string"},
+	"strjoin":   {[]argKind{argString, argString}, 0, "string", "string, string"},
+	"substr":    {[]argKind{argString, argInt, argInt}, 1, "string", "string, int, int"},
+	"index":     {[]argKind{argString, argString, argInt}, 1, "int", "string, string, int"},
+	"rindex":    {[]argKind{argString, argString, argInt}, 1, "int", "string, string, int"},
+	"strstr":    {[]argKind{argString, argString}, 0, "string", "string, string"},
+	"strchr":    {[]argKind{argString, argInt}, 0, "string", "string, char"},
+	"strrchr":   {[]argKind{argString, argInt}, 0, "string", "string, char"},
+	"toupper":   {[]argKind{argString}, 0, "string", "string"},
+	"tolower":   {[]argKind{argString}, 0, "string", "string"},
+	"basename":  {[]argKind{argString}, 0, "string", "string"},
+	"dirname":   {[]argKind{argString}, 0, "string", "string"},
+	"lltostr":   {[]argKind{argInt, argInt}, 1, "string", "int64_t, int"},
+	"strtoll":   {[]argKind{argString, argInt}, 1, "int64", "string, int"},
+	"htons":     {[]argKind{argInt}, 0, "uint16", "uint16_t"},
+	"ntohs":     {[]argKind{argInt}, 0, "uint16", "uint16_t"},
+	"htonl":     {[]argKind{argInt}, 0, "uint32", "uint32_t"},
+	"ntohl":     {[]argKind{argInt}, 0, "uint32", "uint32_t"},
+	"htonll":    {[]argKind{argInt}, 0, "uint64", "uint64_t"},
+	"ntohll":    {[]argKind{argInt}, 0, "uint64", "uint64_t"},
+	"rand":      {nil, 0, "int", "void"},
+	"progenyof": {[]argKind{argInt}, 0, "int", "pid_t"},
+}
+
+// subrType checks a subroutine call and returns its result type.
+func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.Type, error) {
+	if len(e.Args) < len(sr.args)-sr.optional || len(e.Args) > len(sr.args) {
+		want := len(sr.args)
+		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %d expected", e.Fn, len(e.Args), plural(len(e.Args)), want)
+	}
+	for i, t := range argTypes {
+		ok := t.IsString()
+		want := "string"
+		if sr.args[i] == argInt {
+			ok, want = t.IsInt(), "integer"
+		}
+		if !ok {
+			return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, want, t)
+		}
+	}
+	switch sr.result {
+	case "string":
+		size := in.Opts.StrSize
+		if e.Fn == "lltostr" {
+			size = 24
+		}
+		return types.StringT(size), nil
+	case "size_t":
+		return types.UlongT, nil
+	case "int64":
+		return types.Int64T, nil
+	case "uint16":
+		return types.FromC("uint16_t", 2, false), nil
+	case "uint32":
+		return types.FromC("uint32_t", 4, false), nil
+	case "uint64":
+		return types.Uint64T, nil
+	}
+	return types.IntT, nil
+}

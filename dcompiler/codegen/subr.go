@@ -1,0 +1,296 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+)
+
+// This file generates D's subroutines. Strings are NUL-terminated buffers
+// in the state's scratch space. Searches are BPF loops bounded by the
+// buffer's size, which the verifier can follow; copies use the probe-read
+// string helper, whose source the verifier does not bound (so copying
+// from the middle of a buffer needs no proof), only its destination.
+
+// strTemp evaluates string e into fresh scratch of n bytes.
+func (pg *probeGen) strTemp(e ast.Expr, n int) (int, error) {
+	off := pg.allocScratch(n)
+	return off, pg.strInto(e, regState, off, n)
+}
+
+// strLen leaves in R0 the length of the string at state+off (capacity n):
+// the string helper returns what it copied, NUL included, and copying a
+// string onto itself changes nothing.
+func (pg *probeGen) strLen(off, n int) {
+	pg.addrOf(asm.R1, regState, off)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R1))
+	pg.call(asm.FnProbeReadKernelStr)
+	pg.emit(asm.Sub.Imm(asm.R0, 1))
+	ok := pg.newLabel("len_ok")
+	pg.emit(asm.JSGE.Imm(asm.R0, 0, ok))
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	pg.label(ok)
+}
+
+// copyFrom copies the string at R3 to base+off: size bytes at most, or the
+// count in register sizeReg when it is not R0.
+func (pg *probeGen) copyFrom(base asm.Register, off, size int) {
+	pg.addrOf(asm.R1, base, off)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
+	pg.call(asm.FnProbeReadKernelStr)
+}
+
+// loop emits "for r = from; r < limit; r++ { body }"; body may jump to
+// brk to leave. r must not be clobbered by body (no helper calls there).
+// Anything else the loop carries from one iteration to the next, or out
+// of the loop, must go through memory (see varSlot): the verifier follows
+// every iteration, and only values it does not know let the iterations'
+// paths merge.
+func (pg *probeGen) loop(r asm.Register, from int32, limit int32, body func(brk string)) {
+	head, brk := pg.newLabel("loop"), pg.newLabel("loop_end")
+	pg.emit(asm.Mov.Imm(r, from))
+	pg.label(head)
+	pg.emit(asm.JSGE.Imm(r, limit, brk))
+	body(brk)
+	pg.emit(asm.Add.Imm(r, 1), asm.Ja.Label(head))
+	pg.label(brk)
+}
+
+// subrStr generates a string-valued subroutine into base+off.
+func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error {
+	S := pg.in.Opts.StrSize
+	switch e.Fn {
+	case "strjoin":
+		a, err := pg.strTemp(e.Args[0], S)
+		if err != nil {
+			return err
+		}
+		b, err := pg.strTemp(e.Args[1], S)
+		if err != nil {
+			return err
+		}
+		// a then b into a buffer of twice the size, so that b's copy
+		// at a's (variable) length stays inside it.
+		joined := pg.allocScratch(2 * S)
+		pg.addrOf(asm.R3, regState, a)
+		pg.copyFrom(regState, joined, S)
+		pg.strLen(joined, S)
+		pg.emit(asm.JLT.Imm(asm.R0, int32(S), pg.labelNext("join_len")))
+		pg.emit(asm.Mov.Imm(asm.R0, int32(S-1)))
+		pg.label(pg.lastLabel)
+		pg.addrOf(asm.R1, regState, joined)
+		pg.emit(asm.Add.Reg(asm.R1, asm.R0))
+		pg.emit(asm.Mov.Imm(asm.R2, int32(S)))
+		pg.addrOf(asm.R3, regState, b)
+		pg.call(asm.FnProbeReadKernelStr)
+		pg.addrOf(asm.R3, regState, joined)
+		pg.copyFrom(base, off, size)
+	case "substr":
+		return pg.substr(e, base, off, size)
+	case "toupper", "tolower":
+		if err := pg.strInto(e.Args[0], base, off, size); err != nil {
+			return err
+		}
+		lo, hi, delta := int32('a'), int32('z'), int32(-32)
+		if e.Fn == "tolower" {
+			lo, hi, delta = 'A', 'Z', 32
+		}
+		pg.addrOf(asm.R1, base, off)
+		pg.loop(asm.R2, 0, int32(size), func(brk string) {
+			next := pg.newLabel("case_next")
+			pg.emit(asm.Mov.Reg(asm.R3, asm.R1), asm.Add.Reg(asm.R3, asm.R2))
+			pg.emit(asm.LoadMem(asm.R4, asm.R3, 0, asm.Byte))
+			pg.emit(asm.JEq.Imm(asm.R4, 0, brk))
+			pg.emit(asm.JLT.Imm(asm.R4, lo, next), asm.JGT.Imm(asm.R4, hi, next))
+			pg.emit(asm.Add.Imm(asm.R4, delta), asm.StoreMem(asm.R3, 0, asm.R4, asm.Byte))
+			pg.label(next)
+		})
+	case "strchr", "strrchr", "strstr":
+		s, err := pg.strTemp(e.Args[0], S)
+		if err != nil {
+			return err
+		}
+		if err := pg.search(e, s, S); err != nil {
+			return err
+		}
+		// R0: where it is found, or -1.
+		found, done := pg.newLabel("found"), pg.newLabel("search_done")
+		pg.emit(asm.JSGE.Imm(asm.R0, 0, found))
+		pg.emit(storeImm(base, int16(off), 0, asm.Byte), asm.Ja.Label(done))
+		pg.label(found)
+		pg.addrOf(asm.R3, regState, s)
+		pg.emit(asm.Add.Reg(asm.R3, asm.R0))
+		pg.copyFrom(base, off, size)
+		pg.label(done)
+	case "basename", "dirname":
+		return pg.pathPart(e, base, off, size)
+	case "lltostr":
+		return pg.lltostr(e, base, off, size)
+	default:
+		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
+	}
+	return nil
+}
+
+// labelNext makes a label for the next instruction the caller emits and
+// remembers it.
+func (pg *probeGen) labelNext(hint string) string {
+	pg.lastLabel = pg.newLabel(hint)
+	return pg.lastLabel
+}
+
+// subrInt generates an integer-valued subroutine into R0.
+func (pg *probeGen) subrInt(e *ast.Call) error {
+	S := pg.in.Opts.StrSize
+	switch e.Fn {
+	case "strlen":
+		t, err := pg.typeOf(e.Args[0])
+		if err != nil {
+			return err
+		}
+		s, err := pg.strTemp(e.Args[0], t.Size)
+		if err != nil {
+			return err
+		}
+		pg.strLen(s, t.Size)
+	case "index", "rindex":
+		s, err := pg.strTemp(e.Args[0], S)
+		if err != nil {
+			return err
+		}
+		return pg.search(e, s, S)
+	case "strtoll":
+		return pg.strtoll(e)
+	case "htons", "ntohs", "htonl", "ntohl", "htonll", "ntohll":
+		if err := pg.expr(e.Args[0]); err != nil {
+			return err
+		}
+		size := map[byte]asm.Size{'s': asm.Half, 'l': asm.Word}[e.Fn[len(e.Fn)-1]]
+		if e.Fn[len(e.Fn)-2:] == "ll" {
+			size = asm.DWord
+		}
+		pg.emit(asm.HostTo(asm.BE, asm.R0, size))
+	case "rand":
+		pg.call(asm.FnGetPrandomU32)
+	case "progenyof":
+		return pg.progenyof(e)
+	default:
+		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
+	}
+	return nil
+}
+
+// search finds in the string at state+s (capacity n) what index, rindex,
+// strchr, strrchr and strstr look for, leaving its position or -1 in R0.
+// The needle of index, rindex and strstr must be a constant string.
+func (pg *probeGen) search(e *ast.Call, s, n int) error {
+	var needle []byte
+	switch e.Fn {
+	case "strchr", "strrchr":
+		c, ok := pg.in.ConstInt(e.Args[1])
+		if !ok {
+			// A character from an expression: compare with a register.
+			if err := pg.expr(e.Args[1]); err != nil {
+				return err
+			}
+			tmp, err := pg.push()
+			if err != nil {
+				return pg.errorf(e.Pos, "%v", err)
+			}
+			pg.depth--
+			return pg.searchLoop(e.Fn == "strrchr", s, n, nil, tmp)
+		}
+		needle = []byte{byte(c)}
+	default:
+		lit, ok := literalOf(pg, e.Args[1])
+		if !ok {
+			return pg.errorf(e.Args[1].Start(), "%s( ) needs a constant string to look for", e.Fn)
+		}
+		needle = []byte(lit)
+	}
+	last := e.Fn == "rindex" || e.Fn == "strrchr"
+	if len(e.Args) == 3 {
+		// index(s, t, start): start at a position (rindex: search up to it).
+		if err := pg.expr(e.Args[2]); err != nil {
+			return err
+		}
+		start, err := pg.push()
+		if err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		pg.depth--
+		return pg.searchFrom(last, s, n, needle, start)
+	}
+	return pg.searchLoop(last, s, n, needle, 0)
+}
+
+// searchLoop scans every position for needle (or for the byte in the
+// stack slot charSlot when needle is nil), leaving the first (or last)
+// match or -1 in R0. An empty needle matches at 0 (or at the end).
+func (pg *probeGen) searchLoop(last bool, s, n int, needle []byte, charSlot int16) error {
+	return pg.searchBetween(last, s, n, needle, charSlot, 0)
+}
+
+// searchFrom is searchLoop starting at the position in stack slot start
+// (for rindex, ending there).
+func (pg *probeGen) searchFrom(last bool, s, n int, needle []byte, start int16) error {
+	return pg.searchBetween(last, s, n, needle, 0, start)
+}
+
+func (pg *probeGen) searchBetween(last bool, s, n int, needle []byte, charSlot, start int16) error {
+	m := len(needle)
+	if needle == nil {
+		m = 1
+	}
+	// The answer lives in memory; R1 points at the string; R2 is the
+	// position.
+	ans := pg.allocScratch(8)
+	pg.emit(storeImm(regState, int16(ans), -1, asm.DWord))
+	pg.addrOf(asm.R1, regState, s)
+	if needle == nil {
+		pg.emit(asm.LoadMem(asm.R0, asm.RFP, charSlot, asm.DWord), asm.And.Imm(asm.R0, 0xff))
+	}
+	limit := int32(n - m)
+	if m == 0 {
+		limit = int32(n - 1)
+	}
+	pg.loop(asm.R2, 0, limit+1, func(brk string) {
+		next := pg.newLabel("search_next")
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R1), asm.Add.Reg(asm.R3, asm.R2))
+		if start != 0 { // stack slots are below the frame pointer
+			pg.emit(asm.LoadMem(asm.R4, asm.RFP, start, asm.DWord))
+			if last {
+				pg.emit(asm.JSGT.Reg(asm.R2, asm.R4, brk))
+			} else {
+				pg.emit(asm.JSLT.Reg(asm.R2, asm.R4, next))
+			}
+		}
+		if needle == nil {
+			pg.emit(asm.LoadMem(asm.R4, asm.R3, 0, asm.Byte))
+			pg.emit(asm.JNE.Reg(asm.R4, asm.R0, pg.labelNext("nomatch")))
+		} else {
+			for k, c := range needle {
+				pg.emit(asm.LoadMem(asm.R4, asm.R3, int16(k), asm.Byte))
+				pg.emit(asm.JNE.Imm(asm.R4, int32(c), next))
+			}
+		}
+		pg.emit(asm.StoreMem(regState, int16(ans), asm.R2, asm.DWord))
+		if !last {
+			pg.emit(asm.Ja.Label(brk))
+		}
+		if needle == nil {
+			pg.label(pg.lastLabel)
+		}
+		pg.label(next)
+		// The string ends: nothing further can match.
+		pg.emit(asm.LoadMem(asm.R4, asm.R3, 0, asm.Byte))
+		pg.emit(asm.JEq.Imm(asm.R4, 0, brk))
+	})
+	// R0: the position, known to the verifier only as -1 or 0..n-1.
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(ans), asm.DWord))
+	pg.emit(asm.JSLT.Imm(asm.R0, int32(n), pg.labelNext("search_in")))
+	pg.emit(asm.Mov.Imm(asm.R0, -1))
+	pg.label(pg.lastLabel)
+	return nil
+}

@@ -1,0 +1,344 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+)
+
+// substr(s, i[, n]) as DTrace defines it: a negative i counts from the
+// end; a negative n leaves that many characters off the end; out-of-range
+// parts are cut off.
+func (pg *probeGen) substr(e *ast.Call, base asm.Register, off, size int) error {
+	S := pg.in.Opts.StrSize
+	s, err := pg.strTemp(e.Args[0], S)
+	if err != nil {
+		return err
+	}
+	if err := pg.expr(e.Args[1]); err != nil {
+		return err
+	}
+	iSlot, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	defer func() { pg.depth-- }()
+	nSlot := int16(0)
+	if len(e.Args) == 3 {
+		if err := pg.expr(e.Args[2]); err != nil {
+			return err
+		}
+		nSlot, err = pg.push()
+		if err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		defer func() { pg.depth-- }()
+	}
+	pg.strLen(s, S) // R0 = len
+	i, n := asm.R4, asm.R5
+	pg.emit(asm.LoadMem(i, asm.RFP, iSlot, asm.DWord))
+	empty, copyIt := pg.newLabel("substr_empty"), pg.newLabel("substr_copy")
+	iok := pg.newLabel("substr_i")
+	pg.emit(asm.JSGE.Imm(i, 0, iok))
+	pg.emit(asm.Add.Reg(i, asm.R0)) // from the end
+	pg.emit(asm.JSGE.Imm(i, 0, iok))
+	pg.emit(asm.Mov.Imm(i, 0))
+	pg.label(iok)
+	pg.emit(asm.JSGE.Reg(i, asm.R0, empty))
+	// n: what remains after i, or as asked.
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Sub.Reg(asm.R3, i)) // remaining
+	pg.emit(asm.Mov.Reg(n, asm.R3))
+	if nSlot != 0 {
+		nok := pg.newLabel("substr_n")
+		pg.emit(asm.LoadMem(n, asm.RFP, nSlot, asm.DWord))
+		pg.emit(asm.JSGE.Imm(n, 0, nok))
+		pg.emit(asm.Add.Reg(n, asm.R3)) // leave -n off the end
+		pg.label(nok)
+		pg.emit(asm.JSLE.Reg(n, asm.R3, pg.labelNext("substr_fit")))
+		pg.emit(asm.Mov.Reg(n, asm.R3))
+		pg.label(pg.lastLabel)
+		pg.emit(asm.JSLE.Imm(n, 0, empty))
+	}
+	pg.emit(asm.Ja.Label(copyIt))
+	pg.label(empty)
+	pg.emit(storeImm(base, int16(off), 0, asm.Byte))
+	done := pg.newLabel("substr_done")
+	pg.emit(asm.Ja.Label(done))
+	pg.label(copyIt)
+	// Copy n characters and a NUL: size n+1, at most the buffer.
+	pg.emit(asm.Add.Imm(n, 1))
+	pg.emit(asm.JLE.Imm(n, int32(size), pg.labelNext("substr_size")))
+	pg.emit(asm.Mov.Imm(n, int32(size)))
+	pg.label(pg.lastLabel)
+	pg.addrOf(asm.R3, regState, s)
+	pg.emit(asm.Add.Reg(asm.R3, i))
+	pg.addrOf(asm.R1, base, off)
+	pg.emit(asm.Mov.Reg(asm.R2, n))
+	pg.call(asm.FnProbeReadKernelStr)
+	pg.label(done)
+	return nil
+}
+
+// pathPart generates basename() and dirname(), as DTrace does: trailing
+// slashes do not count; no slash gives "." for dirname and the string for
+// basename; only slashes give "/".
+func (pg *probeGen) pathPart(e *ast.Call, base asm.Register, off, size int) error {
+	S := pg.in.Opts.StrSize
+	s, err := pg.strTemp(e.Args[0], S)
+	if err != nil {
+		return err
+	}
+	pg.strLen(s, S)
+	// R2 = end: one past the last character that is not a trailing '/'.
+	end, slash, p := asm.R2, asm.R5, asm.R1
+	pg.addrOf(p, regState, s)
+	pg.emit(asm.Mov.Reg(end, asm.R0))
+	pg.emit(asm.JLE.Imm(end, int32(S-1), pg.labelNext("path_len")))
+	pg.emit(asm.Mov.Imm(end, int32(S-1)))
+	pg.label(pg.lastLabel)
+	strip, stripped := pg.newLabel("strip"), pg.newLabel("stripped")
+	pg.label(strip)
+	pg.emit(asm.JLE.Imm(end, 1, stripped))
+	pg.emit(asm.Mov.Reg(asm.R3, p), asm.Add.Reg(asm.R3, end))
+	pg.emit(asm.LoadMem(asm.R4, asm.R3, -1, asm.Byte))
+	pg.emit(asm.JNE.Imm(asm.R4, '/', stripped))
+	pg.emit(asm.Sub.Imm(end, 1), asm.Ja.Label(strip))
+	pg.label(stripped)
+	// slash = the last '/' before end, or -1, kept in memory.
+	slashSlot := pg.allocScratch(16)
+	pg.emit(storeImm(regState, int16(slashSlot), -1, asm.DWord))
+	pg.emit(asm.StoreMem(regState, int16(slashSlot+8), end, asm.DWord))
+	pg.loop(asm.R0, 0, int32(S), func(brk string) {
+		pg.emit(asm.JGE.Reg(asm.R0, end, brk))
+		pg.emit(asm.Mov.Reg(asm.R3, p), asm.Add.Reg(asm.R3, asm.R0))
+		pg.emit(asm.LoadMem(asm.R4, asm.R3, 0, asm.Byte))
+		pg.emit(asm.JNE.Imm(asm.R4, '/', pg.labelNext("not_slash")))
+		pg.emit(asm.StoreMem(regState, int16(slashSlot), asm.R0, asm.DWord))
+		pg.label(pg.lastLabel)
+	})
+	// Back from memory, with the bounds the verifier must see again.
+	pg.emit(asm.LoadMem(slash, regState, int16(slashSlot), asm.DWord))
+	pg.emit(asm.LoadMem(end, regState, int16(slashSlot+8), asm.DWord))
+	pg.emit(asm.JLE.Imm(end, int32(S-1), pg.labelNext("end_ok")))
+	pg.emit(asm.Mov.Imm(end, int32(S-1)))
+	pg.label(pg.lastLabel)
+	noSlashYet, slashOK := pg.newLabel("slash_none"), pg.newLabel("slash_ok")
+	pg.emit(asm.JSLT.Imm(slash, 0, noSlashYet))
+	pg.emit(asm.JSLT.Reg(slash, end, slashOK))
+	pg.label(noSlashYet)
+	pg.emit(asm.Mov.Imm(slash, -1))
+	pg.label(slashOK)
+	pg.addrOf(p, regState, s)
+	done := pg.newLabel("path_done")
+	if e.Fn == "basename" {
+		// The part after slash, up to end.
+		pg.emit(asm.Mov.Reg(asm.R3, slash), asm.Add.Imm(asm.R3, 1)) // start
+		pg.emit(asm.JSGT.Imm(slash, -2, pg.labelNext("bn_start")))
+		pg.label(pg.lastLabel)
+		pg.emit(asm.Mov.Reg(asm.R4, end), asm.Sub.Reg(asm.R4, asm.R3)) // length
+		nonEmpty := pg.newLabel("bn_nonempty")
+		pg.emit(asm.JSGT.Imm(asm.R4, 0, nonEmpty))
+		// Nothing after the slash: the string was "/" (or empty).
+		pg.literal("/", base, off, size)
+		pg.emit(asm.JNE.Imm(end, 0, done))
+		pg.literal(".", base, off, size)
+		pg.emit(asm.Ja.Label(done))
+		pg.label(nonEmpty)
+		pg.copyRange(base, off, size, s, asm.R3, asm.R4)
+	} else {
+		noSlash, root := pg.newLabel("dn_noslash"), pg.newLabel("dn_root")
+		pg.emit(asm.JSLT.Imm(slash, 0, noSlash))
+		// Slashes before the last one's run do not count either.
+		trim := pg.newLabel("dn_trim")
+		pg.label(trim)
+		pg.emit(asm.JSLE.Imm(slash, 0, root))
+		pg.emit(asm.Mov.Reg(asm.R3, p), asm.Add.Reg(asm.R3, slash))
+		pg.emit(asm.LoadMem(asm.R4, asm.R3, -1, asm.Byte))
+		pg.emit(asm.JNE.Imm(asm.R4, '/', pg.labelNext("dn_body")))
+		pg.emit(asm.Sub.Imm(slash, 1), asm.Ja.Label(trim))
+		pg.label(pg.lastLabel)
+		pg.emit(asm.Mov.Imm(asm.R3, 0))
+		pg.copyRange(base, off, size, s, asm.R3, slash)
+		pg.emit(asm.Ja.Label(done))
+		pg.label(root)
+		pg.literal("/", base, off, size)
+		pg.emit(asm.Ja.Label(done))
+		pg.label(noSlash)
+		pg.literal(".", base, off, size)
+	}
+	pg.label(done)
+	return nil
+}
+
+// copyRange copies length (register) characters of the string at
+// state+s from position start (register) to base+off, NUL-terminated.
+func (pg *probeGen) copyRange(base asm.Register, off, size, s int, start, length asm.Register) {
+	pg.emit(asm.Mov.Reg(asm.R0, start))
+	pg.emit(asm.Mov.Reg(asm.R2, length), asm.Add.Imm(asm.R2, 1))
+	pg.emit(asm.JLE.Imm(asm.R2, int32(size), pg.labelNext("range_size")))
+	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
+	pg.label(pg.lastLabel)
+	pg.emit(asm.JSGE.Imm(asm.R2, 1, pg.labelNext("range_pos")))
+	pg.emit(asm.Mov.Imm(asm.R2, 1))
+	pg.label(pg.lastLabel)
+	pg.addrOf(asm.R3, regState, s)
+	pg.emit(asm.Add.Reg(asm.R3, asm.R0))
+	pg.addrOf(asm.R1, base, off)
+	pg.call(asm.FnProbeReadKernelStr)
+}
+
+// lltostr writes an integer in base 10 (or the base given, 2 to 36).
+func (pg *probeGen) lltostr(e *ast.Call, base asm.Register, off, size int) error {
+	const width = 66 // 64 binary digits, a sign and a NUL
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	radix := int64(10)
+	if len(e.Args) == 2 {
+		r, ok := pg.in.ConstInt(e.Args[1])
+		if !ok || r < 2 || r > 36 {
+			return pg.errorf(e.Args[1].Start(), "lltostr( ) argument #2 must be a constant base from 2 to 36")
+		}
+		radix = r
+	}
+	buf := pg.allocScratch(width)
+	// Digits backwards from the end of buf; R1 = position, R2 = magnitude.
+	v, pos, neg := asm.R0, asm.R1, asm.R5
+	pg.emit(asm.Mov.Imm(neg, 0))
+	if radix == 10 {
+		pg.emit(asm.JSGE.Imm(v, 0, pg.labelNext("ll_pos")))
+		pg.emit(asm.Neg.Imm(v, 0), asm.Mov.Imm(neg, 1))
+		pg.label(pg.lastLabel)
+	}
+	pg.addrOf(pos, regState, buf+width-1)
+	pg.emit(storeImm(pos, 0, 0, asm.Byte))
+	digits := pg.newLabel("ll_digits")
+	for i := 0; i < width-2; i++ {
+		pg.emit(asm.Sub.Imm(pos, 1))
+		pg.emit(asm.Mov.Reg(asm.R3, v), asm.Mod.Imm(asm.R3, int32(radix)))
+		pg.emit(asm.Add.Imm(asm.R3, '0'))
+		if radix > 10 {
+			pg.emit(asm.JLE.Imm(asm.R3, '9', pg.labelNext("ll_digit")))
+			pg.emit(asm.Add.Imm(asm.R3, 'a'-'0'-10))
+			pg.label(pg.lastLabel)
+		}
+		pg.emit(asm.StoreMem(pos, 0, asm.R3, asm.Byte))
+		pg.emit(asm.Div.Imm(v, int32(radix)))
+		pg.emit(asm.JEq.Imm(v, 0, digits))
+	}
+	pg.label(digits)
+	pg.emit(asm.JEq.Imm(neg, 0, pg.labelNext("ll_sign")))
+	pg.emit(asm.Sub.Imm(pos, 1), storeImm(pos, 0, '-', asm.Byte))
+	pg.label(pg.lastLabel)
+	pg.emit(asm.Mov.Reg(asm.R3, pos))
+	pg.copyFrom(base, off, size)
+	return nil
+}
+
+// strtoll parses an integer in base 10 (or the base given, 2 to 36) after
+// optional blanks and a sign; it stops at the first character that is not
+// a digit of the base.
+func (pg *probeGen) strtoll(e *ast.Call) error {
+	S := pg.in.Opts.StrSize
+	radix := int64(10)
+	if len(e.Args) == 2 {
+		r, ok := pg.in.ConstInt(e.Args[1])
+		if !ok || r < 2 || r > 36 {
+			return pg.errorf(e.Args[1].Start(), "strtoll( ) argument #2 must be a constant base from 2 to 36")
+		}
+		radix = r
+	}
+	s, err := pg.strTemp(e.Args[0], S)
+	if err != nil {
+		return err
+	}
+	// The accumulator, the sign and whether the number has started live
+	// in memory (see loop); R1 points at the string, R4 is the position.
+	vars := pg.allocScratch(24)
+	acc, neg, started := int16(vars), int16(vars+8), int16(vars+16)
+	for _, v := range []int16{acc, neg, started} {
+		pg.emit(storeImm(regState, v, 0, asm.DWord))
+	}
+	pg.addrOf(asm.R1, regState, s)
+	pg.loop(asm.R4, 0, int32(S), func(brk string) {
+		digit, next := pg.newLabel("stoll_digit"), pg.newLabel("stoll_next")
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R1), asm.Add.Reg(asm.R3, asm.R4))
+		pg.emit(asm.LoadMem(asm.R3, asm.R3, 0, asm.Byte))
+		pg.emit(asm.LoadMem(asm.R2, regState, started, asm.DWord))
+		pg.emit(asm.JNE.Imm(asm.R2, 0, digit))
+		pg.emit(asm.JEq.Imm(asm.R3, ' ', next), asm.JEq.Imm(asm.R3, '\t', next))
+		pg.emit(storeImm(regState, started, 1, asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R3, '+', next))
+		pg.emit(asm.JNE.Imm(asm.R3, '-', digit))
+		pg.emit(storeImm(regState, neg, 1, asm.DWord), asm.Ja.Label(next))
+		pg.label(digit)
+		pg.emit(storeImm(regState, started, 1, asm.DWord))
+		// R3 = the digit's value, or leave.
+		lower, upper, have := pg.newLabel("stoll_lower"), pg.newLabel("stoll_upper"), pg.newLabel("stoll_have")
+		pg.emit(asm.JGE.Imm(asm.R3, 'a', lower), asm.JGE.Imm(asm.R3, 'A', upper))
+		pg.emit(asm.JLT.Imm(asm.R3, '0', brk), asm.Sub.Imm(asm.R3, '0'), asm.Ja.Label(have))
+		pg.label(lower)
+		pg.emit(asm.Sub.Imm(asm.R3, 'a'-10), asm.Ja.Label(have))
+		pg.label(upper)
+		pg.emit(asm.Sub.Imm(asm.R3, 'A'-10))
+		pg.label(have)
+		pg.emit(asm.JGE.Imm(asm.R3, int32(radix), brk))
+		pg.emit(asm.LoadMem(asm.R0, regState, acc, asm.DWord))
+		pg.emit(asm.Mul.Imm(asm.R0, int32(radix)), asm.Add.Reg(asm.R0, asm.R3))
+		pg.emit(asm.StoreMem(regState, acc, asm.R0, asm.DWord))
+		pg.label(next)
+	})
+	pg.emit(asm.LoadMem(asm.R0, regState, acc, asm.DWord))
+	pg.emit(asm.LoadMem(asm.R5, regState, neg, asm.DWord))
+	pg.emit(asm.JEq.Imm(asm.R5, 0, pg.labelNext("stoll_pos")))
+	pg.emit(asm.Neg.Imm(asm.R0, 0))
+	pg.label(pg.lastLabel)
+	return nil
+}
+
+// progenyof(pid) is 1 when the current process is pid or descends from
+// it: up the real_parent chain, at most 64 generations.
+func (pg *probeGen) progenyof(e *ast.Call) error {
+	parent, _, err := taskOffsets([]string{"real_parent"})
+	if err != nil {
+		return pg.errorf(e.Pos, "progenyof( ) needs kernel BTF: %v", err)
+	}
+	tgid, tsize, err := taskOffsets([]string{"tgid"})
+	if err != nil || tsize != 4 {
+		return pg.errorf(e.Pos, "progenyof( ) needs kernel BTF: %v", err)
+	}
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	want, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	defer func() { pg.depth-- }()
+	task := pg.allocScratch(16) // the task, then a read buffer
+	pg.call(asm.FnGetCurrentTask)
+	pg.emit(asm.StoreMem(regState, int16(task), asm.R0, asm.DWord))
+	yes, no, done := pg.newLabel("progeny_yes"), pg.newLabel("progeny_no"), pg.newLabel("progeny_done")
+	read := func(off int, size int) {
+		pg.emit(storeImm(regState, int16(task+8), 0, asm.DWord))
+		pg.addrOf(asm.R1, regState, task+8)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
+		pg.emit(asm.LoadMem(asm.R3, regState, int16(task), asm.DWord), asm.Add.Imm(asm.R3, int32(off)))
+		pg.call(asm.FnProbeReadKernel)
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(task+8), sizeOf(size)))
+	}
+	for i := 0; i < 64; i++ {
+		read(tgid[0], 4)
+		pg.emit(asm.JEq.Imm(asm.R0, 0, no)) // reached the idle task
+		pg.emit(asm.LoadMem(asm.R1, asm.RFP, want, asm.DWord))
+		pg.emit(asm.JEq.Reg(asm.R0, asm.R1, yes))
+		read(parent[0], 8)
+		pg.emit(asm.StoreMem(regState, int16(task), asm.R0, asm.DWord))
+	}
+	pg.label(no)
+	pg.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
+	pg.label(yes)
+	pg.emit(asm.Mov.Imm(asm.R0, 1))
+	pg.label(done)
+	return nil
+}
