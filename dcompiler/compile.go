@@ -29,6 +29,7 @@ type Options struct {
 	StrSize     int
 	BufSize     int
 	AggSize     int
+	DynVarSize  int
 	AllowZero   bool // -Z
 	Destructive bool // -w
 	DefaultArgs bool
@@ -63,7 +64,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	}
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: opts.StrSize,
-		BufSize: opts.BufSize, AggSize: opts.AggSize,
+		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
 	})
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -172,7 +171,7 @@ func (t *tracer) run() int {
 		t.errorf("%v", err)
 		return exitError
 	}
-	quiet := t.cfg.quiet || isSet(t.opts, "quiet")
+	quiet := t.cfg.quiet || engine.OptionSet(t.opts, "quiet")
 	if !quiet {
 		for i, f := range t.files {
 			if t.kinds[i].kind == 's' {
@@ -251,14 +250,16 @@ func (t *tracer) run() int {
 // compile compiles every -n/-s program as one.
 func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	macros := append([]string{t.scriptName()}, t.cfg.macros...)
-	strsize, _ := parseSize(t.opts["strsize"], 256)
-	bufsize, _ := parseSize(t.opts["bufsize"], 4<<20)
-	aggsize, _ := parseSize(t.opts["aggsize"], 4<<20)
+	strsize, _ := engine.ParseSize(t.opts["strsize"], 256)
+	bufsize, _ := engine.ParseSize(t.opts["bufsize"], 4<<20)
+	aggsize, _ := engine.ParseSize(t.opts["aggsize"], 4<<20)
+	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		Providers: t.reg, Macros: macros, Target: target,
-		StrSize: int(strsize), BufSize: ringSize(int(bufsize)), AggSize: int(aggsize),
-		AllowZero: t.cfg.zero || isSet(t.opts, "zdefs"), Destructive: t.cfg.destr || isSet(t.opts, "destructive"),
-		DefaultArgs: isSet(t.opts, "defaultargs"),
+		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
+		DynVarSize: int(dynvarsize),
+		AllowZero:  t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
+		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"),
 	})
 }
 
@@ -283,7 +284,7 @@ func (t *tracer) compileError(err error) {
 	var nm *check.NoMatchError
 	isNoMatch := errors.As(err, &nm)
 	tag := ""
-	if isSet(t.opts, "errtags") && se.Tag != "" {
+	if engine.OptionSet(t.opts, "errtags") && se.Tag != "" {
 		tag = "[" + se.Tag + "] "
 	}
 	if se.File != nil && se.File.Name == "" {
@@ -390,85 +391,19 @@ func firstDone(chs []<-chan struct{}) <-chan int {
 	return out
 }
 
-func isSet(opts map[string]string, name string) bool {
-	v, ok := opts[name]
-	return ok && v != "0" && v != "false"
-}
-
-// parseSize parses a size option: bytes, or with a k, m, g suffix.
-func parseSize(s string, def int64) (int64, error) {
-	if s == "" {
-		return def, nil
-	}
-	mult := int64(1)
-	switch strings.ToLower(s[len(s)-1:]) {
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
-	}
-	if mult != 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(s, 0, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("invalid size %q", s)
-	}
-	return n * mult, nil
-}
-
-// ringSize rounds a buffer size to the power of two a ring buffer needs.
-func ringSize(n int) int {
-	size := 4096
-	for size < n {
-		size <<= 1
-	}
-	return size
-}
-
-// switchRate parses -x switchrate: a rate (10hz) or a period (100ms).
-func switchRate(opts map[string]string) time.Duration {
-	s := opts["switchrate"]
-	if s == "" {
-		return 0
-	}
-	if strings.HasSuffix(s, "hz") {
-		n, err := strconv.Atoi(strings.TrimSuffix(s, "hz"))
-		if err == nil && n > 0 {
-			return time.Second / time.Duration(n)
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return d
-	}
-	if n, err := strconv.Atoi(s); err == nil && n > 0 {
-		return time.Second / time.Duration(n)
-	}
-	return 0
-}
-
-// knownOptions are the -x options this version understands.
-var knownOptions = map[string]bool{
-	"quiet": true, "bufsize": true, "strsize": true, "aggsize": true,
-	"switchrate": true, "aggrate": true, "defaultargs": true, "destructive": true,
-	"zdefs": true, "nspec": true, "specsize": true, "dynvarsize": true,
-	"bufpolicy": true, "bufresize": true, "cpu": true, "statusrate": true,
-	"errtags": true,
-}
-
+// checkOptions validates every option set, in dtrace(1)'s words.
 func checkOptions(opts map[string]string) error {
 	for name, val := range opts {
-		if !knownOptions[name] {
-			return fmt.Errorf("failed to set -x %s: Invalid option name", name)
-		}
-		switch name {
-		case "bufsize", "strsize", "aggsize", "dynvarsize", "specsize":
-			if _, err := parseSize(val, 1); err != nil {
-				return fmt.Errorf("failed to set -x %s: Invalid value for specified option", name)
-			}
+		if err := engine.CheckOption(name, val); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// switchRate is how often records are read (-x switchrate), 0 for the
+// engine's default.
+func switchRate(opts map[string]string) time.Duration {
+	d, _ := engine.ParseRate(opts["switchrate"])
+	return d
 }

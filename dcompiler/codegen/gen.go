@@ -118,6 +118,12 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.BufSize <= 0 {
 		opts.BufSize = 4 << 20
 	}
+	// A ring buffer is a power of two, at least a page.
+	ring := 4096
+	for ring < opts.BufSize {
+		ring <<= 1
+	}
+	opts.BufSize = ring
 	if opts.AggSize <= 0 {
 		opts.AggSize = 4 << 20
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler"
 	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/providers"
 )
 
@@ -96,12 +97,12 @@ func compileFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "src", &src, "args?", &dargs); err != nil {
 		return nil, err
 	}
-	return h.compile(th, src, dargs, 0)
+	return h.compile(th, src, dargs, nil)
 }
 
 // compile compiles D source for a script. Errors carry the D line and
 // column; the Starlark backtrace adds the script's call site.
-func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, target int) (*Program, error) {
+func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, opts map[string]string) (*Program, error) {
 	macros := []string{scriptName(th)}
 	if dargs != nil {
 		for i := 0; i < dargs.Len(); i++ {
@@ -114,7 +115,17 @@ func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, ta
 		}
 	}
 	f := source.NewFile("<D program>", src)
-	p, err := dcompiler.Compile([]*source.File{f}, dcompiler.Options{Providers: h.Registry, Macros: macros, Target: target})
+	size := func(name string, def int64) int {
+		n, _ := engine.ParseSize(opts[name], def)
+		return int(n)
+	}
+	p, err := dcompiler.Compile([]*source.File{f}, dcompiler.Options{
+		Providers: h.Registry, Macros: macros,
+		StrSize: size("strsize", 256), BufSize: size("bufsize", 4<<20),
+		AggSize: size("aggsize", 4<<20), DynVarSize: size("dynvarsize", 1<<20),
+		AllowZero: engine.OptionSet(opts, "zdefs"), DefaultArgs: engine.OptionSet(opts, "defaultargs"),
+		Destructive: engine.OptionSet(opts, "destructive"),
+	})
 	if err != nil {
 		return nil, dError(err)
 	}

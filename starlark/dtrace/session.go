@@ -25,19 +25,18 @@ type Session struct {
 	eng    *engine.Session
 	events chan *engine.Event
 	quiet  bool
+	opts   map[string]string // the -x options given
 
 	mu         sync.Mutex
 	dropped    uint64 // events the queue had no room for, not yet reported
 	queueDrops uint64 // all events the queue had no room for
-	enablings  []*Enabling
-	closed     bool
-}
-
-// sessionOptions are the -x options a session accepts.
-var sessionOptions = map[string]bool{
-	"quiet": true, "bufsize": true, "strsize": true, "aggsize": true,
-	"switchrate": true, "aggrate": true, "destructive": true, "zdefs": true,
-	"defaultargs": true, "target": true,
+	lastReport time.Time
+	// handler is the on_event the script last gave run(): events that
+	// arrive between runs (shown by attach, detach and close) go to it
+	// too, not to the output.
+	handler   starlark.Callable
+	enablings []*Enabling
+	closed    bool
 }
 
 func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -46,11 +45,25 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 	}
 	s := &Session{h: h, events: make(chan *engine.Event, queueSize)}
 	opts := engine.Options{Out: h.stdout(), Err: h.stderr(), Prog: h.prog(), OnEvent: s.enqueue}
+	s.opts = map[string]string{}
 	for _, kv := range kwargs {
 		name := string(kv[0].(starlark.String))
-		if !sessionOptions[name] {
-			return nil, fmt.Errorf("%s: unknown option %q", b.Name(), name)
+		val := ""
+		switch v := kv[1].(type) {
+		case starlark.String:
+			val = string(v)
+		case starlark.Bool:
+			val = "0"
+			if v {
+				val = "1"
+			}
+		default:
+			val = v.String()
 		}
+		if err := engine.CheckOption(name, val); err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		s.opts[name] = val
 		switch name {
 		case "quiet":
 			s.quiet = bool(kv[1].Truth())
@@ -169,7 +182,7 @@ func (s *Session) attach(th *starlark.Thread, b *starlark.Builtin, args starlark
 	case *Program:
 		prog = v
 	case starlark.String:
-		p, err := s.h.compile(th, string(v), dargs, 0)
+		p, err := s.h.compile(th, string(v), dargs, s.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -249,6 +262,14 @@ func (s *Session) waitUntil(th *starlark.Thread, b *starlark.Builtin, args starl
 // passes (limit 0: only what is queued; negative: until exit), a program
 // calls exit(), onEvent returns False, check returns true, or Ctrl-C.
 func (s *Session) pump(th *starlark.Thread, onEvent starlark.Callable, limit time.Duration, check func() (bool, error)) error {
+	between := false
+	if onEvent != nil {
+		s.handler = onEvent
+	} else if limit == 0 && check == nil {
+		// attach and detach show what arrived since the last run to
+		// the handler that run had.
+		onEvent, between = s.handler, true
+	}
 	s.h.block(true)
 	defer s.h.block(false)
 	var deadline <-chan time.Time
@@ -264,7 +285,7 @@ func (s *Session) pump(th *starlark.Thread, onEvent starlark.Callable, limit tim
 		if limit == 0 {
 			select {
 			case ev := <-s.events:
-				if stop, err := s.handle(th, ev, onEvent); err != nil || stop {
+				if stop, err := s.handle(th, ev, onEvent); err != nil || stop && !between {
 					return err
 				}
 				continue
@@ -313,11 +334,17 @@ func (s *Session) handle(th *starlark.Thread, ev *engine.Event, onEvent starlark
 	return ev.Kind == engine.KindExit, nil
 }
 
-// reportQueueDrops reports events the script's queue had no room for.
+// reportQueueDrops reports events the script's queue had no room for, at
+// most once a second.
 func (s *Session) reportQueueDrops() {
 	s.mu.Lock()
 	n := s.dropped
-	s.dropped = 0
+	if n > 0 && time.Since(s.lastReport) >= time.Second {
+		s.dropped = 0
+		s.lastReport = time.Now()
+	} else {
+		n = 0
+	}
 	s.mu.Unlock()
 	if n > 0 {
 		fmt.Fprintf(s.h.stderr(), "%s: %d events dropped: the script did not keep up\n", s.h.prog(), n)
@@ -464,9 +491,16 @@ func (s *Session) close() {
 }
 
 // flush prints what is queued, as the command line would: what END
-// printed when the script ends without pumping again.
+// printed when the script ends without pumping again. Events meant for a
+// script's handler are not printed: the script is past handling them.
 func (s *Session) flush() {
+	s.mu.Lock()
+	s.lastReport = time.Time{}
+	s.mu.Unlock()
 	s.reportQueueDrops()
+	if s.handler != nil {
+		return
+	}
 	for {
 		select {
 		case ev := <-s.events:

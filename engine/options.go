@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// optionKind says what dstar does with a DTrace option.
+type optionKind int
+
+const (
+	optSize    optionKind = iota // a size: bytes, or with k, m, g
+	optBool                      // set or not (a value of 0/false clears it)
+	optRate                      // a rate: Nhz, or a period such as 10ms
+	optInt                       // an integer
+	optAny                       // a value taken as given
+	optIgnored                   // accepted: dstar's design makes it moot
+	optUnsupported
+)
+
+// options are every option dtrace(1) accepts with -x and #pragma D
+// option, and what dstar does with each: none is silently ignored.
+var options = map[string]optionKind{
+	"bufsize": optSize, "aggsize": optSize, "strsize": optSize, "dynvarsize": optSize,
+	"quiet": optBool, "destructive": optBool, "defaultargs": optBool, "zdefs": optBool,
+	"errtags": optBool, "rawbytes": optBool, "flowindent": optUnsupported,
+	"switchrate": optRate, "aggrate": optRate, "statusrate": optRate, "cleanrate": optRate,
+	// Records are read as they come and aggregations when asked for:
+	// there is no buffer to switch, resize or fill policy to choose.
+	"bufpolicy": optIgnored, "bufresize": optIgnored,
+	"aggsortkey": optUnsupported, "aggsortrev": optUnsupported, "aggsortpos": optUnsupported,
+	"aggsortkeypos": optUnsupported, "aggpercpu": optUnsupported,
+	"nspec": optUnsupported, "specsize": optUnsupported,
+	"cpp": optUnsupported, "define": optUnsupported, "undef": optUnsupported,
+	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
+	"version": optAny, "stdc": optUnsupported, "argref": optUnsupported,
+	"cpu": optUnsupported, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
+	"ustackframes": optUnsupported, "stackframes": optUnsupported, "stackindent": optUnsupported,
+	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
+	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optUnsupported,
+	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
+	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
+	"temporal": optUnsupported, "outputformat": optUnsupported, "strip": optUnsupported,
+	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
+	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optUnsupported,
+	"libdir": optUnsupported, "preallocate": optUnsupported, "ctypes": optUnsupported,
+	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
+	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
+	"userland": optUnsupported, "specsize-": optUnsupported,
+}
+
+// CheckOption validates -x name=value as dtrace(1) would set it, in its
+// words: unknown names are invalid, known ones dstar lacks unsupported.
+func CheckOption(name, value string) error {
+	kind, ok := options[name]
+	if !ok || strings.HasSuffix(name, "-") {
+		return fmt.Errorf("failed to set -x %s: Invalid option name", name)
+	}
+	bad := fmt.Errorf("failed to set -x %s: Invalid value for specified option", name)
+	switch kind {
+	case optUnsupported:
+		return fmt.Errorf("failed to set -x %s: unsupported option", name)
+	case optSize:
+		if _, err := ParseSize(value, 1); err != nil {
+			return bad
+		}
+	case optRate:
+		if _, err := ParseRate(value); err != nil {
+			return bad
+		}
+	case optInt:
+		if _, err := strconv.Atoi(value); err != nil {
+			return bad
+		}
+	}
+	return nil
+}
+
+// OptionSet reports whether a boolean option is on in opts.
+func OptionSet(opts map[string]string, name string) bool {
+	v, ok := opts[name]
+	return ok && v != "0" && v != "false"
+}
+
+// ParseSize parses a size: bytes, or with a k, m, g or t suffix; empty is
+// def.
+func ParseSize(s string, def int64) (int64, error) {
+	if s == "" {
+		return def, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	case "t":
+		mult = 1 << 40
+	}
+	if mult != 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mult, nil
+}
+
+// ParseRate parses a rate as dtrace(1) does: Nhz, a period with a unit
+// (10ms, 1s), or a bare number of hertz.
+func ParseRate(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty rate")
+	}
+	if n, ok := strings.CutSuffix(s, "hz"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			return time.Second / time.Duration(v), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	if v, err := strconv.Atoi(s); err == nil && v > 0 {
+		return time.Second / time.Duration(v), nil
+	}
+	return 0, fmt.Errorf("invalid rate %q", s)
+}
