@@ -16,6 +16,7 @@ func fieldArg(f *tracefs.Field) Arg {
 		a.Kind = ArgRelLoc
 	case f.IsArray():
 		a.Kind = ArgArray
+		a.Len = f.ArrayLen
 	case f.Pointer:
 		a.Kind = ArgPointer
 	case isIntSize(f.Size):

@@ -97,6 +97,7 @@ type Arg struct {
 	Offset int // byte offset in the program context (tracepoint programs)
 	Size   int // bytes
 	Signed bool
+	Len    int // elements of an inline array (ArgArray); Size/Len bytes each
 }
 
 // Dispatcher is implemented by providers whose probes can share one kernel

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,5 +368,36 @@ func TestAllSyscalls(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^  openat +2 +\d+$`).MatchString(r.stdout) {
 		t.Errorf("the failed open (ENOENT) is not counted:\n%s", r.stdout)
+	}
+}
+
+func TestTracepointArrayField(t *testing.T) {
+	bpftest.Require(t)
+	// sock:inet_sock_set_state has __u8 saddr[4]: its elements are
+	// readable by index, with a constant or a computed one.
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
+		sdt:sock::inet_sock_set_state /args->dport == %d/ { i = 3; printf("%%d.%%d.%%d.%%d\n", args->daddr[0], args->daddr[1], args->daddr[2], args->daddr[i]); exit(0); }`, port))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "ready\n")
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if out.String() != "ready\n127.0.0.1\n\n" {
+		t.Errorf("stdout %q", out.String())
 	}
 }

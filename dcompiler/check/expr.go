@@ -545,6 +545,22 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
 		return nil, in.errorf(e.Pos, "D_ARGS_IDX", "args[ ] is not yet supported; use argN or args->field")
 	}
+	if f, elem := in.ArrayField(e, env); f != nil {
+		if len(e.Keys) != 1 {
+			return nil, in.errorf(e.Pos, "D_IDX_ARGS", "args->%s takes one index", f.Name)
+		}
+		t, err := in.TypeOf(e.Keys[0], env)
+		if err != nil {
+			return nil, err
+		}
+		if !t.IsInt() {
+			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of args->%s must be an integer", f.Name)
+		}
+		if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= f.Len) {
+			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for args->%s[%d]", i, f.Name, f.Len)
+		}
+		return elem, nil
+	}
 	if a, ok := e.X.(*ast.AggVar); ok {
 		return nil, in.errorf(a.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function", a.Name)
 	}
@@ -737,4 +753,25 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ArrayField recognises args->field[i] on a tracepoint field that is an
+// inline array of integers, and returns the field and its element type.
+func (in *Info) ArrayField(e *ast.Index, env *Env) (*providers.Arg, *types.Type) {
+	m, ok := e.X.(*ast.Member)
+	if !ok || !m.Arrow {
+		return nil, nil
+	}
+	if id, ok := m.X.(*ast.Ident); !ok || id.Name != "args" {
+		return nil, nil
+	}
+	f := ArgField(env.Probe, m.Name)
+	if f == nil || f.Kind != providers.ArgArray || f.Len <= 0 || f.Size%f.Len != 0 {
+		return nil, nil
+	}
+	size := f.Size / f.Len
+	if size != 1 && size != 2 && size != 4 && size != 8 {
+		return nil, nil
+	}
+	return f, types.FromC(f.Type, size, f.Signed)
 }

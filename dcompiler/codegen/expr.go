@@ -82,6 +82,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		}
 		return pg.argsField(e, t)
 	case *ast.Index:
+		if f, _ := pg.in.ArrayField(e, pg.env); f != nil {
+			return pg.arrayElem(e, f, t)
+		}
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
@@ -474,5 +477,36 @@ func (pg *probeGen) taskField(e *ast.Ident, path []string, t *types.Type) error 
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), asm.DWord))
 	}
 	pg.normalize(asm.R0, size, t.Signed)
+	return nil
+}
+
+// arrayElem loads args->field[i] of an inline integer array. A constant
+// index loads straight from the context; a computed one is bounded, and
+// one out of range reads as 0.
+func (pg *probeGen) arrayElem(e *ast.Index, f *providers.Arg, t *types.Type) error {
+	es := f.Size / f.Len
+	if i, ok := pg.in.ConstInt(e.Keys[0]); ok {
+		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset+int(i)*es), sizeOf(es)))
+		pg.normalize(asm.R0, es, t.Signed)
+		return nil
+	}
+	if err := pg.expr(e.Keys[0]); err != nil {
+		return err
+	}
+	tmp := pg.allocScratch(8)
+	out, done := pg.newLabel("idx_out"), pg.newLabel("idx_done")
+	pg.emit(asm.JGE.Imm(asm.R0, int32(f.Len), out))
+	pg.emit(storeImm(regState, int16(tmp), 0, asm.DWord))
+	pg.emit(asm.Mul.Imm(asm.R0, int32(es)), asm.Add.Imm(asm.R0, int32(f.Offset)))
+	pg.emit(asm.Mov.Reg(asm.R3, regCtx), asm.Add.Reg(asm.R3, asm.R0))
+	pg.addrOf(asm.R1, regState, tmp)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(es)))
+	pg.call(asm.FnProbeReadKernel)
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), sizeOf(es)))
+	pg.normalize(asm.R0, es, t.Signed)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(out)
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	pg.label(done)
 	return nil
 }
