@@ -458,7 +458,7 @@ func TestToolTcplife(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	me := os.Getpid()
 	rt := startTool(t, "tcplife", "-p", strconv.Itoa(me))
-	rt.waitMatch(`(?m)^PID +COMM +IP +LPORT +RPORT +MS\n`)
+	rt.waitMatch(`(?m)^PID +COMM +IP +LADDR +LPORT +RADDR +RPORT +MS\n`)
 	client, err := net.Dial("tcp4", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +474,7 @@ func TestToolTcplife(t *testing.T) {
 	io.ReadAll(server) // until the client's FIN
 	server.Close()
 	comm := regexp.QuoteMeta(selfComm(t))
-	rt.waitMatch(fmt.Sprintf(`(?m)^%d +%s +4 +%d +%d +\d+\.\d\d$`, me, comm, cport, port))
-	rt.waitMatch(fmt.Sprintf(`(?m)^%d +%s +4 +%d +%d +\d+\.\d\d$`, me, comm, port, cport))
+	rt.waitMatch(fmt.Sprintf(`(?m)^%d +%s +4 +127\.0\.0\.1 +%d +127\.0\.0\.1 +%d +\d+\.\d\d$`, me, comm, cport, port))
+	rt.waitMatch(fmt.Sprintf(`(?m)^%d +%s +4 +127\.0\.0\.1 +%d +127\.0\.0\.1 +%d +\d+\.\d\d$`, me, comm, port, cport))
 	rt.stop()
 }
