@@ -307,6 +307,7 @@ var Builtins = map[string]*types.Type{
 	"probeprov": types.StringT(0), "probemod": types.StringT(0),
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
+	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
 }
 
 // ArgIndex returns n for "argN" (N in 0..9), or -1.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
@@ -124,7 +125,15 @@ func literalType(e *ast.IntLit) *types.Type {
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 	t, err := types.Named(tn.Name)
 	if err != nil {
-		return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "%v", err)
+		// Not one of D's own: one of the kernel's.
+		kt, kerr := ktypes.Lookup(tn.Name)
+		if kerr != nil {
+			return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "%v", kerr)
+		}
+		t = kt
+	}
+	if t.Kind == types.Struct && tn.Ptr == 0 {
+		return nil, in.errorf(tn.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
 	}
 	if t.Kind == types.String {
 		t = types.StringT(in.Opts.StrSize)
@@ -138,6 +147,13 @@ func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	if ArgIndex(e.Name) >= 0 {
 		return types.Int64T, nil
+	}
+	if e.Name == "curthread" {
+		task, err := ktypes.Lookup("struct task_struct")
+		if err != nil {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "curthread: %v", err)
+		}
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: "struct task_struct *", Elem: task}, nil
 	}
 	if t, ok := Builtins[e.Name]; ok {
 		if t.Kind == types.String && t.Size == 0 {
@@ -606,6 +622,10 @@ func (in *Info) memberType(e *ast.Member, env *Env) (*types.Type, error) {
 	if r, ok := RefOf(e); ok {
 		return in.refType(r, env)
 	}
+	if id, ok := e.X.(*ast.Ident); !ok || id.Name != "args" {
+		_, t, err := in.KernelMember(e, env)
+		return t, err
+	}
 	id, ok := e.X.(*ast.Ident)
 	if !ok || id.Name != "args" || !e.Arrow {
 		return nil, in.errorf(e.Pos, "D_MEMBER_UNSUP", "member access is not yet supported here")
@@ -774,4 +794,33 @@ func (in *Info) ArrayField(e *ast.Index, env *Env) (*providers.Arg, *types.Type)
 		return nil, nil
 	}
 	return f, types.FromC(f.Type, size, f.Signed)
+}
+
+// KernelMember types x->name and x.name on kernel structs and unions: the
+// member's offset and its D type. A char array reads as a string.
+func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) {
+	xt, err := in.TypeOf(e.X, env)
+	if err != nil {
+		return 0, nil, err
+	}
+	st := xt
+	if e.Arrow {
+		if xt.Kind != types.Pointer || xt.Elem == nil || xt.Elem.Kind != types.Struct {
+			return 0, nil, in.errorf(e.Pos, "D_OP_PTR", "operator -> must be applied to a pointer to a struct or union")
+		}
+		st = xt.Elem
+	} else if xt.Kind != types.Struct {
+		return 0, nil, in.errorf(e.Pos, "D_OP_SOU", "operator . must be applied to a struct or union")
+	}
+	off, mt, err := ktypes.Member(st, e.Name)
+	if err != nil {
+		return 0, nil, in.errorf(e.Pos, "D_MEMBER_NAME", "%v", err)
+	}
+	if mt.IsCharArray() {
+		return off, types.StringT(mt.Len + 1), nil
+	}
+	if mt.Kind == types.Array || mt.Kind == types.Void {
+		return 0, nil, in.errorf(e.Pos, "D_MEMBER_TYPE", "%s of type %s cannot be read yet", e.Name, mt.Name)
+	}
+	return off, mt, nil
 }

@@ -80,7 +80,10 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
-		return pg.argsField(e, t)
+		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
+			return pg.argsField(e, t)
+		}
+		return pg.kernelMember(e, t)
 	case *ast.Index:
 		if f, _ := pg.in.ArrayField(e, pg.env); f != nil {
 			return pg.arrayElem(e, f, t)
@@ -115,6 +118,8 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 		return pg.loadRef(r)
 	}
 	switch e.Name {
+	case "curthread":
+		pg.call(asm.FnGetCurrentTask)
 	case "pid":
 		pg.call(asm.FnGetCurrentPidTgid)
 		pg.emit(asm.RSh.Imm(asm.R0, 32))

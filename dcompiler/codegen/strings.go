@@ -80,7 +80,14 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if r, ok := check.RefOf(e); ok {
 			return pg.refStrInto(r, base, off, size)
 		}
-		return pg.fieldStr(e, base, off, size)
+		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
+			return pg.fieldStr(e, base, off, size)
+		}
+		t, err := pg.typeOf(e)
+		if err != nil {
+			return err
+		}
+		return pg.kernelString(e, base, off, size, t)
 	case *ast.Index:
 		if r, ok := check.RefOf(e); ok {
 			return pg.refStrInto(r, base, off, size)

@@ -13,6 +13,8 @@ const (
 	Int
 	Pointer
 	String
+	Struct // a kernel struct or union (BTF holds its layout)
+	Array  // an array of Len elements of Elem
 )
 
 // Type is a D type. Integers and pointers live in 64-bit registers; Size
@@ -22,7 +24,9 @@ type Type struct {
 	Size   int // bytes: 1, 2, 4, 8 for integers; buffer size for strings
 	Signed bool
 	Name   string // as DTrace spells it in messages ("int", "uint64_t", "string")
-	Elem   *Type  // pointed-to type, for pointers
+	Elem   *Type  // pointed-to type, for pointers; element type, for arrays
+	Len    int    // elements, for arrays
+	BTF    any    // the kernel type (a *btf.Struct or *btf.Union), for structs
 }
 
 // Common types.
@@ -47,6 +51,12 @@ func (t *Type) String() string { return t.Name }
 
 // IsInt reports whether t is an integer.
 func (t *Type) IsInt() bool { return t.Kind == Int }
+
+// IsCharArray reports whether t is an array of char, which D treats as a
+// string.
+func (t *Type) IsCharArray() bool {
+	return t.Kind == Array && t.Elem != nil && t.Elem.Kind == Int && t.Elem.Size == 1
+}
 
 // IsScalar reports whether t is an integer or a pointer.
 func (t *Type) IsScalar() bool { return t.Kind == Int || t.Kind == Pointer }

@@ -1,0 +1,73 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+// kernelAddr leaves in R0 the address of a kernel struct member: for
+// x->m the pointer x plus m's offset, for x.m the address of x plus it.
+func (pg *probeGen) kernelAddr(e *ast.Member) error {
+	off, _, err := pg.in.KernelMember(e, pg.env)
+	if err != nil {
+		return err
+	}
+	if e.Arrow {
+		if err := pg.expr(e.X); err != nil {
+			return err
+		}
+	} else {
+		inner, ok := e.X.(*ast.Member)
+		if !ok {
+			return pg.errorf(e.Pos, "operator . applies here only to a member of a kernel struct")
+		}
+		if err := pg.kernelAddr(inner); err != nil {
+			return err
+		}
+	}
+	if off != 0 {
+		pg.emit(asm.Add.Imm(asm.R0, int32(off)))
+	}
+	return nil
+}
+
+// kernelMember loads an integer or pointer member of a kernel struct,
+// read safely from kernel memory: a bad address is a fault, as in DTrace.
+func (pg *probeGen) kernelMember(e *ast.Member, t *types.Type) error {
+	if err := pg.kernelAddr(e); err != nil {
+		return err
+	}
+	size := t.Size
+	if t.Kind == types.Pointer || size > 8 || size <= 0 {
+		size = 8
+	}
+	tmp := pg.allocScratch(16)
+	pg.emit(asm.StoreMem(regState, int16(tmp+8), asm.R0, asm.DWord))
+	pg.emit(storeImm(regState, int16(tmp), 0, asm.DWord))
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.addrOf(asm.R1, regState, tmp)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
+	pg.call(asm.FnProbeReadKernel)
+	ok := pg.newLabel("kread_ok")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(tmp+8), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(ok)
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), sizeOf(size)))
+	if t.Kind == types.Int {
+		pg.normalize(asm.R0, size, t.Signed)
+	}
+	return nil
+}
+
+// kernelString copies a char-array member of a kernel struct.
+func (pg *probeGen) kernelString(e *ast.Member, base asm.Register, off, size int, t *types.Type) error {
+	if err := pg.kernelAddr(e); err != nil {
+		return err
+	}
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.readStr(base, off, min(size, t.Size), asm.FnProbeReadKernelStr)
+	return nil
+}

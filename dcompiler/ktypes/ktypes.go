@@ -1,0 +1,143 @@
+// Package ktypes gives D the kernel's types, from its BTF: struct, union
+// and typedef names, and what a member of each is. The kernel's BTF is
+// read once, and only when a program names a kernel type (it takes tens of
+// milliseconds).
+package ktypes
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+var kernel = sync.OnceValues(btf.LoadKernelSpec)
+
+// Lookup returns the D type of a kernel type name: "struct task_struct",
+// "union X", or a typedef. Integers keep their size and sign; structs and
+// unions become types.Struct.
+func Lookup(name string) (*types.Type, error) {
+	spec, err := kernel()
+	if err != nil {
+		return nil, fmt.Errorf("kernel types need BTF (/sys/kernel/btf/vmlinux): %v", err)
+	}
+	word, rest, _ := strings.Cut(name, " ")
+	var t btf.Type
+	switch word {
+	case "struct":
+		var s *btf.Struct
+		err = spec.TypeByName(rest, &s)
+		t = s
+	case "union":
+		var u *btf.Union
+		err = spec.TypeByName(rest, &u)
+		t = u
+	case "enum":
+		var e *btf.Enum
+		err = spec.TypeByName(rest, &e)
+		t = e
+	default:
+		var td *btf.Typedef
+		err = spec.TypeByName(name, &td)
+		t = td
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unknown type %s", name)
+	}
+	return FromBTF(t), nil
+}
+
+// FromBTF converts a BTF type to D's.
+func FromBTF(t btf.Type) *types.Type {
+	under := btf.UnderlyingType(t)
+	name := typeName(t)
+	switch u := under.(type) {
+	case *btf.Int:
+		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Encoding&btf.Signed != 0, Name: name}
+	case *btf.Enum:
+		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Signed, Name: name}
+	case *btf.Pointer:
+		elem := FromBTF(u.Target)
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: name, Elem: elem}
+	case *btf.Struct, *btf.Union:
+		size, _ := btf.Sizeof(u)
+		return &types.Type{Kind: types.Struct, Size: size, Name: name, BTF: u}
+	case *btf.Array:
+		elem := FromBTF(u.Type)
+		return &types.Type{Kind: types.Array, Size: elem.Size * int(u.Nelems), Name: name, Elem: elem, Len: int(u.Nelems)}
+	}
+	return &types.Type{Kind: types.Void, Name: name}
+}
+
+// typeName spells a BTF type as C does, shallowly.
+func typeName(t btf.Type) string {
+	switch t := t.(type) {
+	case *btf.Struct:
+		return "struct " + t.Name
+	case *btf.Union:
+		return "union " + t.Name
+	case *btf.Enum:
+		return "enum " + t.Name
+	case *btf.Pointer:
+		return typeName(t.Target) + " *"
+	case *btf.Const:
+		return typeName(t.Type)
+	case *btf.Volatile:
+		return typeName(t.Type)
+	case *btf.Restrict:
+		return typeName(t.Type)
+	case *btf.Array:
+		return fmt.Sprintf("%s [%d]", typeName(t.Type), t.Nelems)
+	case *btf.Void:
+		return "void"
+	}
+	if n := t.TypeName(); n != "" {
+		return n
+	}
+	return "void"
+}
+
+// Member finds member name of struct or union type t, also inside
+// anonymous members, and returns its byte offset and type.
+func Member(t *types.Type, name string) (int, *types.Type, error) {
+	bt, ok := t.BTF.(btf.Type)
+	if !ok || members(bt) == nil {
+		return 0, nil, fmt.Errorf("%s is not a struct or union", t.Name)
+	}
+	off, m, found := find(bt, name)
+	if !found {
+		return 0, nil, fmt.Errorf("%s is not a member of %s", name, t.Name)
+	}
+	if m.BitfieldSize != 0 {
+		return 0, nil, fmt.Errorf("%s is a bit-field member of %s, which D cannot read yet", name, t.Name)
+	}
+	return off, FromBTF(m.Type), nil
+}
+
+// members returns the members of a struct or union, nil for other types.
+func members(t btf.Type) []btf.Member {
+	switch t := btf.UnderlyingType(t).(type) {
+	case *btf.Struct:
+		return t.Members
+	case *btf.Union:
+		return t.Members
+	}
+	return nil
+}
+
+func find(t btf.Type, name string) (int, btf.Member, bool) {
+	for _, m := range members(t) {
+		if m.Name == name {
+			return int(m.Offset.Bytes()), m, true
+		}
+		if m.Name == "" && members(m.Type) != nil {
+			if off, mm, found := find(m.Type, name); found {
+				return int(m.Offset.Bytes()) + off, mm, true
+			}
+		}
+	}
+	return 0, btf.Member{}, false
+}
