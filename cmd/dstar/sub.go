@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dstar-trace/dstar/starlark/repl"
 	"github.com/dstar-trace/dstar/starlark/script"
 	"github.com/dstar-trace/dstar/stdlib"
 )
@@ -16,10 +17,20 @@ import (
 // is dtrace(1)'s command line.
 func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool) {
 	if len(args) == 0 {
+		// On a terminal, no arguments is the REPL; otherwise dtrace's usage.
+		if repl.IsTerminal(os.Stdin) {
+			return runREPL(prog, stdout, stderr), true
+		}
 		return 0, false
 	}
 	opts := script.Options{Stdout: stdout, Stderr: stderr, Prog: prog}
 	switch {
+	case args[0] == "repl":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "Usage: %s repl\n", prog)
+			return exitUsage, true
+		}
+		return runREPL(prog, stdout, stderr), true
 	case args[0] == "run":
 		if len(args) < 2 {
 			fmt.Fprintf(stderr, "Usage: %s run FILE.star [ARGS...]\n", prog)
@@ -32,6 +43,14 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 		return runTool(args[1:], opts), true
 	}
 	return 0, false
+}
+
+// runREPL runs the REPL, with line editing when stdin is a terminal.
+func runREPL(prog string, stdout, stderr io.Writer) int {
+	return repl.Run(repl.Options{
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog,
+		Terminal: repl.IsTerminal(os.Stdin) && repl.IsTerminal(os.Stdout),
+	})
 }
 
 func runFile(path string, args []string, opts script.Options) int {
