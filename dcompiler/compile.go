@@ -53,6 +53,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		}
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
+		tree.Decls = append(tree.Decls, t.Decls...)
 	}
 	info, err := check.Check(tree, check.Options{
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,

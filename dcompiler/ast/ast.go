@@ -15,6 +15,22 @@ type Program struct {
 	Files   []*source.File
 	Clauses []*Clause
 	Pragmas []*Pragma
+	Decls   []*Decl
+}
+
+// Decl is a declaration outside clauses: a variable with its type
+// ("self int x;", "int a[string, int];"), an inline constant ("inline int
+// N = 4;"), or a typedef.
+type Decl struct {
+	File    *source.File
+	Pos     source.Pos
+	Storage string // "", "self" or "this"
+	Inline  bool
+	Typedef bool
+	Type    *TypeName
+	Name    string
+	Keys    []*TypeName // an associative array's key types
+	Init    Expr        // an inline's value
 }
 
 // Pragma is a "#pragma D option name=value" line.

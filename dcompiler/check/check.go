@@ -49,8 +49,10 @@ type Info struct {
 
 	file *source.File // of the clause being checked, for errors
 
-	globals map[string]*Var
-	threads map[string]*Var
+	globals  map[string]*Var
+	typedefs map[string]*types.Type
+	inlines  map[string]*Inline
+	threads  map[string]*Var
 	locals  map[string]*Var
 	aggs    map[string]*Agg
 }
@@ -105,6 +107,8 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		ClausesOf: map[int][]*Clause{},
 		Options:   map[string]string{},
 		globals:   map[string]*Var{},
+		typedefs:  map[string]*types.Type{},
+		inlines:   map[string]*Inline{},
 		threads:   map[string]*Var{},
 		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
@@ -114,6 +118,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		if err := in.pragma(pr); err != nil {
 			return nil, err
 		}
+	}
+	if err := in.decls(); err != nil {
+		return nil, err
 	}
 	seen := map[int]bool{}
 	for i, c := range prog.Clauses {

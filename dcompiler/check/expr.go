@@ -124,6 +124,9 @@ func literalType(e *ast.IntLit) *types.Type {
 
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 	t, err := types.Named(tn.Name)
+	if td, ok := in.typedefs[tn.Name]; ok {
+		t, err = td, nil
+	}
 	if err != nil {
 		// Not one of D's own: one of the kernel's.
 		kt, kerr := ktypes.Lookup(tn.Name)
@@ -147,6 +150,9 @@ func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	if ArgIndex(e.Name) >= 0 {
 		return types.Int64T, nil
+	}
+	if il := in.inlines[e.Name]; il != nil {
+		return il.Type, nil
 	}
 	if e.Name == "curthread" {
 		task, err := ktypes.Lookup("struct task_struct")
@@ -366,6 +372,9 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 // lvalue types an assignable expression, declaring its variable with type
 // t on first assignment.
 func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error) {
+	if id, isID := unparen(x).(*ast.Ident); isID && in.inlines[id.Name] != nil {
+		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
+	}
 	r, ok := RefOf(x)
 	if !ok {
 		if id, isID := unparen(x).(*ast.Ident); isID {
@@ -741,6 +750,10 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 	case *ast.MacroVar:
 		v, _, isStr, err := in.Macro(e)
 		return v, err == nil && !isStr
+	case *ast.Ident:
+		if il := in.inlines[e.Name]; il != nil && il.Type.IsInt() {
+			return in.ConstInt(il.Init)
+		}
 	case *ast.Unary:
 		x, ok := in.ConstInt(e.X)
 		switch e.Op {

@@ -35,6 +35,7 @@ func RefOf(e ast.Expr) (ref VarRef, ok bool) {
 		if ArgIndex(e.Name) >= 0 || isReserved(e.Name) {
 			return VarRef{}, false
 		}
+		// (An inline's name is resolved before variables are.)
 		return VarRef{Scope: ScopeGlobal, Name: e.Name, Pos: e.Pos}, true
 	case *ast.Member:
 		id, isID := e.X.(*ast.Ident)

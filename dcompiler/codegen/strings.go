@@ -26,6 +26,9 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		pg.literal(s, base, off, size)
 		return nil
 	case *ast.Ident:
+		if il := pg.in.InlineOf(e.Name); il != nil {
+			return pg.strInto(il.Init, base, off, size)
+		}
 		if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
 			return pg.refStrInto(r, base, off, size)
 		}

@@ -40,10 +40,111 @@ func ParseExpr(f *source.File) (ast.Expr, error) {
 }
 
 type parser struct {
-	f      *source.File
-	lx     *lexer.Lexer
-	tok    lexer.Token
-	inPred bool // a '/' may close the predicate
+	f        *source.File
+	lx       *lexer.Lexer
+	tok      lexer.Token
+	inPred   bool            // a '/' may close the predicate
+	typedefs map[string]bool // names typedef has declared
+}
+
+// startsDecl reports whether a top-level word begins a declaration rather
+// than a probe description.
+func (p *parser) startsDecl(word string) bool {
+	switch word {
+	case "self", "this", "inline", "typedef", "static", "extern":
+		return true
+	}
+	return typeWords[word] || p.typedefs[word]
+}
+
+// decl parses a declaration, the current token being its first word.
+func (p *parser) decl() (*ast.Decl, error) {
+	d := &ast.Decl{File: p.f, Pos: p.tok.Pos}
+	for p.tok.Kind == lexer.Ident {
+		switch p.tok.Text {
+		case "self", "this":
+			d.Storage = p.tok.Text
+		case "inline":
+			d.Inline = true
+		case "typedef":
+			d.Typedef = true
+		case "static", "extern":
+		default:
+			goto typ
+		}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+typ:
+	if !p.isType(p.tok) {
+		return nil, p.syntaxError()
+	}
+	tn, err := p.typeName()
+	if err != nil {
+		return nil, err
+	}
+	d.Type = tn
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	d.Name = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Is("[") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		for !p.tok.Is("]") {
+			if !p.isType(p.tok) {
+				return nil, p.syntaxError()
+			}
+			k, err := p.typeName()
+			if err != nil {
+				return nil, err
+			}
+			d.Keys = append(d.Keys, k)
+			if p.tok.Is(",") {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			} else if !p.tok.Is("]") {
+				return nil, p.syntaxError()
+			}
+		}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if d.Keys == nil {
+			d.Keys = []*ast.TypeName{}
+		}
+	}
+	if d.Inline {
+		if err := p.expect("="); err != nil {
+			return nil, err
+		}
+		init, err := p.assign()
+		if err != nil {
+			return nil, err
+		}
+		d.Init = init
+	}
+	if !p.tok.Is(";") {
+		return nil, p.syntaxError()
+	}
+	if d.Typedef {
+		if p.typedefs == nil {
+			p.typedefs = map[string]bool{}
+		}
+		p.typedefs[d.Name] = true
+	}
+	return d, nil
+}
+
+// isType reports whether t starts a type name.
+func (p *parser) isType(t lexer.Token) bool {
+	return t.Kind == lexer.Ident && (typeWords[t.Text] || p.typedefs[t.Text])
 }
 
 // endsPredicate reports whether the current '/' closes a predicate: it does
@@ -104,6 +205,16 @@ func (p *parser) program() (*ast.Program, error) {
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
+		case t.Kind == lexer.ProbeDesc && p.startsDecl(t.Text):
+			p.lx.Reset(int(t.Pos))
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			d, err := p.decl()
+			if err != nil {
+				return nil, err
+			}
+			prog.Decls = append(prog.Decls, d)
 		case t.Kind == lexer.ProbeDesc:
 			c, err := p.clause(t)
 			if err != nil {
@@ -408,7 +519,7 @@ func (p *parser) unary() (ast.Expr, error) {
 			if err := p.next(); err != nil {
 				return nil, err
 			}
-			if isTypeStart(p.tok) {
+			if p.isType(p.tok) {
 				tn, err := p.typeName()
 				if err != nil {
 					return nil, err
@@ -442,7 +553,7 @@ func (p *parser) sizeof() (ast.Expr, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-		if isTypeStart(p.tok) {
+		if p.isType(p.tok) {
 			tn, err := p.typeName()
 			if err != nil {
 				return nil, err
@@ -475,13 +586,21 @@ var typeWords = map[string]bool{
 	"longlong_t": true,
 }
 
-func isTypeStart(t lexer.Token) bool { return t.Kind == lexer.Ident && typeWords[t.Text] }
-
 // typeName parses base-type words and pointer stars.
 func (p *parser) typeName() (*ast.TypeName, error) {
 	tn := &ast.TypeName{Pos: p.tok.Pos}
 	var words []string
-	for p.tok.Kind == lexer.Ident && typeWords[p.tok.Text] {
+	if p.tok.Kind == lexer.Ident && p.typedefs[p.tok.Text] {
+		// A typedef name stands alone.
+		words = append(words, p.tok.Text)
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	for len(words) == 0 || !p.typedefs[words[0]] {
+		if p.tok.Kind != lexer.Ident || !typeWords[p.tok.Text] {
+			break
+		}
 		w := p.tok.Text
 		if err := p.next(); err != nil {
 			return nil, err
