@@ -53,8 +53,8 @@ type Info struct {
 	typedefs map[string]*types.Type
 	inlines  map[string]*Inline
 	threads  map[string]*Var
-	locals  map[string]*Var
-	aggs    map[string]*Agg
+	locals   map[string]*Var
+	aggs     map[string]*Agg
 }
 
 // Clause is a clause with its matched probes.
