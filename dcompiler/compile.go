@@ -30,6 +30,7 @@ type Options struct {
 	BufSize     int
 	AggSize     int
 	DynVarSize  int
+	NSpec       int
 	AllowZero   bool // -Z
 	Destructive bool // -w
 	DefaultArgs bool
@@ -66,6 +67,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: opts.StrSize,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
+		NSpec: opts.NSpec,
 	})
 	if err != nil {
 		return nil, err
@@ -87,4 +89,23 @@ func (p *Program) MatchedIn(f *source.File) int {
 		}
 	}
 	return len(seen)
+}
+
+// PragmaOptions returns the options the files set with "#pragma D option",
+// without compiling them: options such as strsize and nspec shape the
+// compilation, so they must be known before it.
+func PragmaOptions(files []*source.File) map[string]string {
+	opts := map[string]string{}
+	for _, f := range files {
+		t, err := parser.Parse(f)
+		if err != nil {
+			continue
+		}
+		for _, p := range t.Pragmas {
+			if name, val, ok := check.PragmaOption(p.Text); ok {
+				opts[name] = val
+			}
+		}
+	}
+	return opts
 }

@@ -30,6 +30,10 @@ func (e *Enabling) handle(raw []byte) {
 	if rec == nil || len(raw) < rec.Size {
 		return
 	}
+	if spec := ne.Uint32(raw[codegen.HdrSpec:]); spec != 0 {
+		e.speculate(spec&0x7fffffff, raw)
+		return
+	}
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,6 +68,16 @@ func (e *Enabling) handle(raw []byte) {
 		case codegen.ActExit:
 			ev.Kind = KindExit
 			ev.Status = int(int32(vals[0].Bits))
+		case codegen.ActSpeculate:
+			continue
+		case codegen.ActCommit, codegen.ActDiscard:
+			id := uint32(vals[0].Bits)
+			s.mu.Unlock()
+			e.settle(id, act.Kind == codegen.ActCommit)
+			s.mu.Lock()
+			if text.Len() == 0 {
+				continue
+			}
 		default:
 			ev.Kind = KindPrinta
 			s.mu.Unlock()
@@ -199,4 +213,54 @@ func (e *Enabling) aggAction(act *codegen.Action, vals []printf.Value) (string, 
 		output.WritePrintaFormat(&b, act.Format, aggs)
 	}
 	return b.String(), nil
+}
+
+// speculate keeps a speculative record until its speculation is committed
+// or discarded; what does not fit in specsize is dropped and reported as
+// DTrace reports speculative drops.
+func (e *Enabling) speculate(id uint32, raw []byte) {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if e.specs == nil {
+		e.specs = map[uint32]*specBuf{}
+	}
+	if id == 0 || int(id) > e.Prog.Code.NSpec {
+		e.specFailed++ // speculation() had no buffer to give
+		return
+	}
+	b := e.specs[id]
+	if b == nil {
+		b = &specBuf{}
+		e.specs[id] = b
+	}
+	if b.size+len(raw) > e.s.opts.SpecSize {
+		e.specDrops++
+		return
+	}
+	b.size += len(raw)
+	b.records = append(b.records, append([]byte(nil), raw...))
+}
+
+// specBuf is one speculation's records, in the order they came.
+type specBuf struct {
+	records [][]byte
+	size    int
+}
+
+// settle commits (handles as if never speculative) or discards a
+// speculation's records, then frees its buffer for speculation().
+func (e *Enabling) settle(id uint32, commit bool) {
+	e.stateMu.Lock()
+	b := e.specs[id]
+	delete(e.specs, id)
+	e.stateMu.Unlock()
+	if b != nil && commit {
+		for _, raw := range b.records {
+			ne.PutUint32(raw[codegen.HdrSpec:], 0)
+			e.handle(raw)
+		}
+	}
+	if id >= 1 && int(id) <= e.Prog.Code.NSpec {
+		e.setGlobal(codegen.GlSpecs+8*int(id-1), 0)
+	}
 }

@@ -44,6 +44,10 @@ type Enabling struct {
 
 	printed map[string]bool   // aggregations printed by printa
 	normal  map[string]uint64 // normalize() divisors
+
+	specs      map[uint32]*specBuf // speculative records, by speculation
+	specDrops  uint64              // not yet reported
+	specFailed uint64              // speculate() without a buffer, not yet reported
 }
 
 // load creates prog's maps and loads its programs.
@@ -107,26 +111,28 @@ func loadError(err error) error {
 
 // initGlobals writes the clock offset that walltimestamp adds.
 func (e *Enabling) initGlobals() error {
-	m := e.coll.Maps[codegen.GlobalsMap]
-	val := make([]byte, m.ValueSize())
 	var mono, real unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	unix.ClockGettime(unix.CLOCK_REALTIME, &real)
-	binary.NativeEndian.PutUint64(val[codegen.GlWallOffset:], uint64(real.Nano()-mono.Nano()))
-	return m.Update(uint32(0), val, ebpf.UpdateAny)
+	return e.setGlobal(codegen.GlWallOffset, uint64(real.Nano()-mono.Nano()))
 }
 
 // setActivity writes the gate every non-dtrace probe checks first.
 func (e *Enabling) setActivity(state uint64) error {
-	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], state)
-	m := e.coll.Maps[codegen.GlobalsMap]
-	val := make([]byte, m.ValueSize())
-	if err := m.Lookup(uint32(0), val); err != nil {
+	return e.setGlobal(codegen.GlActivity, state)
+}
+
+// setGlobal stores one u64 of the globals value through the map's mapped
+// memory, leaving the words programs write alone.
+func (e *Enabling) setGlobal(off int, v uint64) error {
+	mem, err := e.coll.Maps[codegen.GlobalsMap].Memory()
+	if err != nil {
 		return err
 	}
-	copy(val[codegen.GlActivity:], b[:])
-	return m.Update(uint32(0), val, ebpf.UpdateAny)
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], v)
+	_, err = mem.WriteAt(b[:], int64(off))
+	return err
 }
 
 // activity reads the gate: a program's exit() sets it to Draining.
@@ -327,6 +333,22 @@ func (e *Enabling) reportDrops() {
 	}
 	report(e.readPerCPU(codegen.StDrops), &e.drops, false)
 	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, true)
+	e.stateMu.Lock()
+	spec, failed := e.specDrops, e.specFailed
+	e.specDrops, e.specFailed = 0, 0
+	e.stateMu.Unlock()
+	for _, d := range []struct {
+		n    uint64
+		what string
+	}{{spec, "speculative drop%s"}, {failed, "failed speculation%s (no speculative buffer available)"}} {
+		if d.n == 0 {
+			continue
+		}
+		text := fmt.Sprintf("%s: %d "+d.what+"\n", e.s.opts.Prog, d.n, plural(d.n))
+		e.s.mu.Lock()
+		e.s.deliver(&Event{Kind: KindDrop, Count: d.n, Text: text, Stderr: true})
+		e.s.mu.Unlock()
+	}
 	// Dynamic variable drops are reported for all CPUs at once.
 	var dyn uint64
 	for _, n := range e.readPerCPU(codegen.StDynDrops) {

@@ -32,7 +32,7 @@ var options = map[string]optionKind{
 	"bufpolicy": optIgnored, "bufresize": optIgnored,
 	"aggsortkey": optUnsupported, "aggsortrev": optUnsupported, "aggsortpos": optUnsupported,
 	"aggsortkeypos": optUnsupported, "aggpercpu": optUnsupported,
-	"nspec": optUnsupported, "specsize": optUnsupported,
+	"nspec": optInt, "specsize": optSize,
 	"cpp": optUnsupported, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
 	"version": optAny, "stdc": optUnsupported, "argref": optUnsupported,

@@ -19,6 +19,7 @@ type Options struct {
 	Err        io.Writer // standard error: faults, drops
 	Prog       string    // the name messages are prefixed with ("dstar")
 	SwitchRate time.Duration
+	SpecSize   int // bytes a speculation may hold (-x specsize)
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }
@@ -65,6 +66,9 @@ func NewSession(opts Options) *Session {
 	}
 	if opts.SwitchRate == 0 {
 		opts.SwitchRate = 10 * time.Millisecond
+	}
+	if opts.SpecSize == 0 {
+		opts.SpecSize = 4 << 10
 	}
 	return &Session{opts: opts, done: make(chan struct{})}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -155,16 +156,22 @@ func (t *tracer) run() int {
 		}
 	}
 
+	// Options set in the scripts shape the compilation; -x ones win.
+	for k, v := range dcompiler.PragmaOptions(t.files) {
+		if _, set := t.opts[k]; !set {
+			t.opts[k] = v
+		}
+	}
+	if err := checkOptions(t.opts); err != nil {
+		killKids()
+		t.errorf("%v", err)
+		return exitError
+	}
 	prog, err := t.compile(target)
 	if err != nil {
 		killKids()
 		t.compileError(err)
 		return exitError
-	}
-	for k, v := range prog.Info.Options {
-		if _, set := t.opts[k]; !set {
-			t.opts[k] = v
-		}
 	}
 	if err := checkOptions(t.opts); err != nil {
 		killKids()
@@ -206,7 +213,7 @@ func (t *tracer) run() int {
 
 	sess := engine.NewSession(engine.Options{
 		Quiet: quiet, Out: bw, Err: t.stderr, Prog: t.cfg.prog,
-		SwitchRate: switchRate(t.opts),
+		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
@@ -254,11 +261,12 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	bufsize, _ := engine.ParseSize(t.opts["bufsize"], 4<<20)
 	aggsize, _ := engine.ParseSize(t.opts["aggsize"], 4<<20)
 	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
+	nspec, _ := strconv.Atoi(t.opts["nspec"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		Providers: t.reg, Macros: macros, Target: target,
 		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
-		DynVarSize: int(dynvarsize),
-		AllowZero:  t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
+		DynVarSize: int(dynvarsize), NSpec: nspec,
+		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"),
 	})
 }
@@ -406,4 +414,11 @@ func checkOptions(opts map[string]string) error {
 func switchRate(opts map[string]string) time.Duration {
 	d, _ := engine.ParseRate(opts["switchrate"])
 	return d
+}
+
+// specSize is what a speculation may hold (-x specsize), 0 for the
+// engine's default.
+func specSize(opts map[string]string) int {
+	n, _ := engine.ParseSize(opts["specsize"], 0)
+	return int(n)
 }

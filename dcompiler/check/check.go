@@ -169,6 +169,16 @@ func (in *Info) errorf(p source.Pos, tag, format string, args ...any) error {
 	return source.Errorf(in.file, p, tag, format, args...)
 }
 
+// PragmaOption parses the text after "#pragma" as "D option name[=value]".
+func PragmaOption(text string) (name, value string, ok bool) {
+	f := strings.Fields(text)
+	if len(f) != 3 || f[0] != "D" || f[1] != "option" {
+		return "", "", false
+	}
+	name, value, _ = strings.Cut(f[2], "=")
+	return name, value, true
+}
+
 // pragma handles "#pragma D option name[=value]"; other pragmas DTrace
 // ignores are ignored.
 func (in *Info) pragma(p *ast.Pragma) error {
@@ -233,6 +243,9 @@ func (in *Info) clause(cl *Clause) error {
 	if len(cl.Probes) > 0 {
 		pr = cl.Probes[0]
 	}
+	if err := in.speculationRules(cl); err != nil {
+		return inRegion(err, "action list")
+	}
 	envs := []*Env{}
 	for _, p := range cl.Probes {
 		envs = append(envs, &Env{Probe: p})
@@ -253,6 +266,46 @@ func (in *Info) clause(cl *Clause) error {
 		}
 		if err := in.stmts(cl.Body, env); err != nil {
 			return inRegion(err, "action list")
+		}
+	}
+	return nil
+}
+
+// speculationRules enforces DTrace's rules on what may share a clause with
+// speculate(): it comes before any other data-recording action, once, and
+// neither aggregations nor exit(), commit() or discard() follow it.
+func (in *Info) speculationRules(cl *Clause) error {
+	speculating, recorded := false, false
+	for _, s := range cl.Body {
+		es, ok := s.(*ast.ExprStmt)
+		if !ok {
+			continue
+		}
+		if a, ok := es.X.(*ast.Assign); ok && speculating {
+			if _, isAgg := aggTarget(a.LHS); isAgg {
+				return in.errorf(a.Pos, "D_AGG_SPEC", "aggregating actions may not follow speculate( )")
+			}
+		}
+		call, ok := es.X.(*ast.Call)
+		if !ok {
+			continue
+		}
+		switch call.Fn {
+		case "speculate":
+			if speculating {
+				return in.errorf(call.Pos, "D_SPEC_SPEC", "only one speculate( ) may be issued per clause")
+			}
+			if recorded {
+				return in.errorf(call.Pos, "D_SPEC_DREC", "speculate( ) may not follow data-recording actions")
+			}
+			speculating = true
+		case "exit", "commit", "discard":
+			if speculating {
+				return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
+			}
+			recorded = true
+		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize":
+			recorded = true
 		}
 	}
 	return nil

@@ -182,7 +182,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 
 func isAction(name string) bool {
 	switch name {
-	case "printf", "trace", "exit", "copyinstr", "stringof":
+	case "printf", "trace", "exit", "copyinstr", "stringof", "speculate", "commit", "discard":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -526,6 +526,14 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if argTypes[0].Kind == types.Void {
 			return nil, in.errorf(e.Args[0].Start(), "D_TRACE_VOID", "trace( ) may not be applied to a void expression")
+		}
+		return types.VoidT, nil
+	case "speculate", "commit", "discard":
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if !argTypes[0].IsInt() {
+			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", e.Fn, argTypes[0])
 		}
 		return types.VoidT, nil
 	case "exit":

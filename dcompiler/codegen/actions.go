@@ -13,7 +13,7 @@ import (
 // isRecording reports whether call is a data-recording action.
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
-	case "printf", "trace", "exit":
+	case "printf", "trace", "exit", "commit", "discard", "speculate":
 		return true
 	}
 	return check.AggActions[call.Fn]
@@ -61,6 +61,13 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActTrace
 		case "exit":
 			act.Kind = ActExit
+		case "commit":
+			act.Kind = ActCommit
+		case "discard":
+			act.Kind = ActDiscard
+		case "speculate":
+			act.Kind = ActSpeculate
+			args = nil
 		default:
 			act.Kind = aggActions[call.Fn]
 			if call.Fn == "printa" && len(args) > 0 {
@@ -140,6 +147,18 @@ func (pg *probeGen) actionOf(call *ast.Call) *Action {
 
 // stmt generates a top-level statement of a clause.
 func (pg *probeGen) stmt(x ast.Expr) error {
+	if call, ok := x.(*ast.Call); ok && call.Fn == "speculate" {
+		// The clause's record belongs to the speculation.
+		if err := pg.expr(call.Args[0]); err != nil {
+			return err
+		}
+		pg.emit(asm.Or.Imm32(asm.R0, SpecMark))
+		pg.emit(asm.StoreMem(regRecord, HdrSpec, asm.R0, asm.Word))
+		return nil
+	}
+	if call, ok := x.(*ast.Call); ok && (call.Fn == "commit" || call.Fn == "discard") {
+		return pg.recordingAction(call)
+	}
 	if call, ok := x.(*ast.Call); ok && isRecording(call) {
 		return pg.recordingAction(call)
 	}

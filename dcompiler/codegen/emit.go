@@ -114,3 +114,14 @@ func align8(n int) int { return (n + 7) &^ 7 }
 func storeImm(dst asm.Register, off int16, value int64, size asm.Size) asm.Instruction {
 	return asm.Instruction{OpCode: asm.StoreImmOp(size), Dst: dst, Offset: off, Constant: value}
 }
+
+// xchg emits an atomic exchange of the u64 at dst+off with src, src
+// receiving the old value. cilium/ebpf v0.22 encodes asm.Xchg's immediate
+// from the constant as it was before it derives it from the opcode, and so
+// emits an atomic add: the immediate (BPF_XCHG|BPF_FETCH) is set here.
+func xchg(dst, src asm.Register, off int16) asm.Instruction {
+	return asm.Instruction{
+		OpCode: asm.AddAtomic.OpCode(asm.DWord), Dst: dst, Src: src, Offset: off,
+		Constant: 0xe1,
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
@@ -73,6 +74,8 @@ type Options struct {
 	// DynVarSize is bytes per associative array or thread-local, to
 	// derive its entry count.
 	DynVarSize int
+	// NSpec is the number of speculation buffers.
+	NSpec int
 }
 
 // Output is the generated code.
@@ -82,6 +85,7 @@ type Output struct {
 	Records  map[uint32]*Record
 	Aggs     []*AggLayout
 	Globals  []*Var
+	NSpec    int // speculation buffers
 }
 
 // Program is a BPF program. It serves Probes (one, or for a dispatcher
@@ -130,7 +134,10 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.DynVarSize <= 0 {
 		opts.DynVarSize = 1 << 20
 	}
-	out := &Output{Maps: map[string]*ebpf.MapSpec{}, Records: map[uint32]*Record{}}
+	if opts.NSpec <= 0 {
+		opts.NSpec = 1
+	}
+	out := &Output{Maps: map[string]*ebpf.MapSpec{}, Records: map[uint32]*Record{}, NSpec: opts.NSpec}
 	g := &gen{in: in, opts: opts, out: out}
 	g.layoutVars()
 	g.layoutAggs()
@@ -191,7 +198,7 @@ func (g *gen) layoutVars() {
 		}
 		return 8
 	}
-	gl := glVars
+	gl := GlSpecs + 8*g.opts.NSpec
 	for _, v := range g.in.Globals {
 		gv := &Var{Var: v}
 		if v.Keys != nil {
@@ -274,9 +281,12 @@ func (g *gen) maps(stateSize int) {
 		Name: StateMap, Type: ebpf.PerCPUArray, KeySize: 4,
 		ValueSize: uint32(align8(stateSize)), MaxEntries: 1,
 	}
+	// User space sets single words of the globals (the gate, freed
+	// speculations) while programs write others: mapped memory lets it
+	// store a word without rewriting the rest.
 	g.out.Maps[GlobalsMap] = &ebpf.MapSpec{
 		Name: GlobalsMap, Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(g.glSize), MaxEntries: 1,
+		ValueSize: uint32(g.glSize), MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE,
 	}
 	g.out.Maps[EventsMap] = &ebpf.MapSpec{
 		Name: EventsMap, Type: ebpf.RingBuf, MaxEntries: uint32(g.opts.BufSize),
@@ -568,6 +578,7 @@ func (pg *probeGen) header(epid int64) {
 	pg.call(asm.FnGetCurrentPidTgid)
 	pg.emit(asm.RSh.Imm(asm.R0, 32))
 	pg.emit(asm.StoreMem(regRecord, HdrPID, asm.R0, asm.Word))
+	pg.emit(storeImm(regRecord, HdrSpec, 0, asm.Word))
 }
 
 // count adds one to the per-CPU counter at state offset off.

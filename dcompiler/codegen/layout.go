@@ -44,9 +44,10 @@ const (
 
 // The globals value.
 const (
-	GlActivity   = 0 // Inactive, Active or Draining
-	GlWallOffset = 8 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
-	glVars       = 16
+	GlActivity   = 0  // Inactive, Active or Draining
+	GlWallOffset = 8  // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+	GlSpecs      = 16 // one u64 per speculation buffer: 1 while in use
+
 )
 
 // Activity states, as DTrace names them.
@@ -62,8 +63,13 @@ const (
 	HdrCPU       = 4  // u32
 	HdrTimestamp = 8  // u64
 	HdrPID       = 16 // u32 process id of the thread that fired
+	HdrSpec      = 20 // u32: 0, or SpecMark | the speculation the record belongs to
 	HdrSize      = 24
 )
+
+// SpecMark marks a speculative record: speculate(0), with no buffer to
+// speculate into, still marks it, so that it is dropped.
+const SpecMark = -0x80000000
 
 // FaultEPID marks a fault record. Its body is FaultBody.
 const FaultEPID = 0xffffffff
@@ -105,6 +111,11 @@ const (
 	ActTrunc
 	ActNormalize
 	ActDenormalize
+	// Speculations: the consumer keeps speculative records until the
+	// speculation's commit (prints them) or discard (drops them).
+	ActCommit
+	ActDiscard
+	ActSpeculate // marks the record; nothing to print
 )
 
 // aggActions maps the D names of the aggregation actions to their kinds.

@@ -173,6 +173,18 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.emit(asm.HostTo(asm.BE, asm.R0, size))
 	case "rand":
 		pg.call(asm.FnGetPrandomU32)
+	case "speculation":
+		// The first free buffer, taken atomically, numbered from 1; 0
+		// when all are in use.
+		done := pg.newLabel("spec_done")
+		for i := 0; i < pg.opts.NSpec; i++ {
+			pg.emit(asm.Mov.Imm(asm.R1, 1))
+			pg.emit(xchg(regGlob, asm.R1, int16(GlSpecs+8*i)))
+			pg.emit(asm.Mov.Imm(asm.R0, int32(i+1)))
+			pg.emit(asm.JEq.Imm(asm.R1, 0, done))
+		}
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		pg.label(done)
 	case "progenyof":
 		return pg.progenyof(e)
 	default:
