@@ -42,7 +42,7 @@ var options = map[string]optionKind{
 	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optUnsupported,
 	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
-	"temporal": optUnsupported, "outputformat": optUnsupported, "strip": optUnsupported,
+	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
 	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
 	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optUnsupported,
 	"libdir": optUnsupported, "preallocate": optUnsupported, "ctypes": optUnsupported,
@@ -72,6 +72,10 @@ func CheckOption(name, value string) error {
 		}
 	case optInt:
 		if _, err := strconv.Atoi(value); err != nil {
+			return bad
+		}
+	case optAny:
+		if name == "outputformat" && value != "text" && value != "json" {
 			return bad
 		}
 	}

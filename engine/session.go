@@ -19,7 +19,8 @@ type Options struct {
 	Err        io.Writer // standard error: faults, drops
 	Prog       string    // the name messages are prefixed with ("dstar")
 	SwitchRate time.Duration
-	SpecSize   int // bytes a speculation may hold (-x specsize)
+	SpecSize   int  // bytes a speculation may hold (-x specsize)
+	JSON       bool // one JSON object per line (-x outputformat=json)
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }
@@ -181,6 +182,10 @@ func (s *Session) deliver(ev *Event) {
 	}
 	if s.opts.OnEvent != nil {
 		s.opts.OnEvent(ev)
+		return
+	}
+	if s.opts.JSON {
+		writeJSON(s.opts.Out, ev)
 		return
 	}
 	w := s.opts.Out

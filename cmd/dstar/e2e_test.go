@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -399,5 +400,32 @@ func TestTracepointArrayField(t *testing.T) {
 	}
 	if out.String() != "ready\n127.0.0.1\n\n" {
 		t.Errorf("stdout %q", out.String())
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-x", "outputformat=json", "-n",
+		`BEGIN { printf("hi %d\n", 5); @c["a", 1] = count(); @q = quantize(3); exit(2); }`)
+	if r.code != 2 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var got []map[string]any
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %q: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 4 || got[0]["type"] != "printf" || got[0]["text"] != "hi 5\n" || got[1]["type"] != "exit" ||
+		got[1]["status"] != 2.0 || got[2]["name"] != "@c" || got[3]["function"] != "quantize" {
+		t.Errorf("records:\n%s", r.stdout)
+	}
+	rows := got[2]["rows"].([]any)
+	row := rows[0].(map[string]any)
+	if fmt.Sprint(row["keys"]) != "[a 1]" || row["value"] != 1.0 {
+		t.Errorf("aggregation row %v", row)
 	}
 }

@@ -212,8 +212,10 @@ func (t *tracer) run() int {
 	defer signal.Stop(sigs)
 
 	sess := engine.NewSession(engine.Options{
-		Quiet: quiet, Out: bw, Err: t.stderr, Prog: t.cfg.prog,
+		// JSON records carry what quiet mode prints: no probe lines.
+		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
+		JSON: t.opts["outputformat"] == "json",
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
@@ -381,7 +383,11 @@ func (t *tracer) printList(probes []*providers.Probe) {
 
 // printAggregations prints, at exit, every aggregation not yet printed.
 func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w io.Writer) {
-	if err := en.PrintAggregations(w); err != nil {
+	print := en.PrintAggregations
+	if t.opts["outputformat"] == "json" {
+		print = en.WriteAggregationsJSON
+	}
+	if err := print(w); err != nil {
 		t.errorf("%v", err)
 	}
 }

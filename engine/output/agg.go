@@ -279,3 +279,14 @@ func keyString(keys []printf.Value) string {
 	}
 	return b.String()
 }
+
+// Sorted returns the aggregation's rows in the order they print.
+func Sorted(a *Aggregation) []Row {
+	rows := append([]Row(nil), a.Rows...)
+	sortRows(a, rows)
+	return rows
+}
+
+// RowValue is the number a row of a count, sum, avg, min, max or stddev
+// aggregation prints.
+func RowValue(a *Aggregation, r *Row) int64 { return a.value(r) }
