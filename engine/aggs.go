@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"reflect"
 	"fmt"
 	"sort"
 
@@ -64,14 +65,12 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	return snap, nil
 }
 
-// readAgg reads and merges one aggregation map. Batched iteration keeps a
-// snapshot of many keys to a few system calls.
+// readAgg reads and merges one aggregation map. Batched lookups read
+// thousands of keys per system call (iterating costs two calls a key); a
+// kernel without them falls back to iterating.
 func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 	data := &AggData{Layout: l}
-	var key []byte
-	var vals [][]byte
-	it := m.Iterate()
-	for it.Next(&key, &vals) {
+	add := func(key []byte, vals [][]byte) {
 		row := &AggRow{raw: append([]byte(nil), key...)}
 		if l.Buckets > 0 {
 			row.Buckets = make([]int64, l.Buckets)
@@ -80,7 +79,7 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 			merge(l, row, v)
 		}
 		if row.Count == 0 {
-			continue
+			return
 		}
 		if l.Func == "count" {
 			row.Value = int64(row.Count)
@@ -92,7 +91,53 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
 		}
 		data.Rows = append(data.Rows, row)
 	}
+	if m.Type() == ebpf.PerCPUHash {
+		if err := readBatched(m, add); err == nil {
+			return data, nil
+		} else if !errors.Is(err, ebpf.ErrNotSupported) {
+			return nil, err
+		}
+		data.Rows = nil
+	}
+	var key []byte
+	var vals [][]byte
+	it := m.Iterate()
+	for it.Next(&key, &vals) {
+		add(key, vals)
+	}
 	return data, it.Err()
+}
+
+// readBatched reads a per-CPU hash map in batches, calling add for each
+// key with its per-CPU values.
+func readBatched(m *ebpf.Map, add func(key []byte, vals [][]byte)) error {
+	const batch = 4096
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	ks := int(m.KeySize())
+	keys := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(ks, reflect.TypeOf(byte(0)))), batch, batch)
+	// Keys and values go into slices of fixed-size byte arrays, which is
+	// what cilium/ebpf reads batches into.
+	vals := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(int(m.ValueSize()), reflect.TypeOf(byte(0)))), batch*ncpu, batch*ncpu)
+	perCPU := make([][]byte, ncpu)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys.Interface(), vals.Interface(), nil)
+		for i := 0; i < n; i++ {
+			for c := range perCPU {
+				perCPU[c] = vals.Index(i*ncpu + c).Slice(0, int(m.ValueSize())).Bytes()
+			}
+			add(keys.Index(i).Slice(0, ks).Bytes(), perCPU)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // merge adds one CPU's value v to row, as the function combines values.

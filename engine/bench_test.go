@@ -52,3 +52,27 @@ func BenchmarkStartup(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkSnapshot100k reads and merges an aggregation of 100,000 keys.
+func BenchmarkSnapshot100k(b *testing.B) {
+	bpftest.Require(b)
+	s := engine.NewSession(engine.Options{Quiet: true, Out: io.Discard, Err: io.Discard})
+	defer s.Close()
+	en, err := s.Enable(compile(b, `syscall::getpid:entry { @[timestamp] = count(); }`), providers.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 100_000; i++ {
+		syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		snap, err := en.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(snap.Aggs[0].Rows); n < 100_000 {
+			b.Fatalf("%d keys", n)
+		}
+	}
+}

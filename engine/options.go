@@ -30,8 +30,8 @@ var options = map[string]optionKind{
 	// Records are read as they come and aggregations when asked for:
 	// there is no buffer to switch, resize or fill policy to choose.
 	"bufpolicy": optIgnored, "bufresize": optIgnored,
-	"aggsortkey": optUnsupported, "aggsortrev": optUnsupported, "aggsortpos": optUnsupported,
-	"aggsortkeypos": optUnsupported, "aggpercpu": optUnsupported,
+	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optUnsupported,
+	"aggsortkeypos": optInt, "aggpercpu": optUnsupported,
 	"nspec": optInt, "specsize": optSize,
 	"cpp": optUnsupported, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,

@@ -35,6 +35,7 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 // divisor normalize() set.
 func (e *Enabling) output(a *AggData) *output.Aggregation {
 	out := a.Output(e.Prog.Info.Opts.StrSize)
+	out.Sort = e.s.opts.AggSort
 	e.stateMu.Lock()
 	out.Normal = e.normal[a.Name()]
 	e.stateMu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dstar-trace/dstar/dcompiler"
+	"github.com/dstar-trace/dstar/engine/output"
 	"github.com/dstar-trace/dstar/providers"
 )
 
@@ -21,6 +22,9 @@ type Options struct {
 	SwitchRate time.Duration
 	SpecSize   int  // bytes a speculation may hold (-x specsize)
 	JSON       bool // one JSON object per line (-x outputformat=json)
+	// AggSort orders aggregation rows (-x aggsortkey, aggsortrev,
+	// aggsortkeypos); the zero value sorts by value.
+	AggSort output.SortOptions
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }

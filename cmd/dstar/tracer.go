@@ -215,7 +215,8 @@ func (t *tracer) run() int {
 		// JSON records carry what quiet mode prints: no probe lines.
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
-		JSON: t.opts["outputformat"] == "json",
+		JSON:    t.opts["outputformat"] == "json",
+		AggSort: aggSort(t.opts),
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
@@ -427,4 +428,15 @@ func switchRate(opts map[string]string) time.Duration {
 func specSize(opts map[string]string) int {
 	n, _ := engine.ParseSize(opts["specsize"], 0)
 	return int(n)
+}
+
+// aggSort is how aggregation rows are ordered: -x aggsortkey sorts by key,
+// aggsortrev reverses, aggsortkeypos picks the key compared first.
+func aggSort(opts map[string]string) output.SortOptions {
+	pos, _ := strconv.Atoi(opts["aggsortkeypos"])
+	return output.SortOptions{
+		ByKey:   engine.OptionSet(opts, "aggsortkey"),
+		Reverse: engine.OptionSet(opts, "aggsortrev"),
+		KeyPos:  pos,
+	}
 }
