@@ -2,8 +2,8 @@ package engine
 
 import (
 	"errors"
-	"reflect"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -127,7 +127,7 @@ func readBatched(m *ebpf.Map, add func(key []byte, vals [][]byte)) error {
 		n, err := m.BatchLookup(&cursor, keys.Interface(), vals.Interface(), nil)
 		for i := 0; i < n; i++ {
 			for c := range perCPU {
-				perCPU[c] = vals.Index(i*ncpu + c).Slice(0, int(m.ValueSize())).Bytes()
+				perCPU[c] = vals.Index(i*ncpu+c).Slice(0, int(m.ValueSize())).Bytes()
 			}
 			add(keys.Index(i).Slice(0, ks).Bytes(), perCPU)
 		}
