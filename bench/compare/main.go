@@ -142,6 +142,12 @@ func overhead() {
 		{name: "dstar    @ = count()", tracer: []string{*dstarBin, "-q", "-n", "syscall::getpid:entry { @ = count(); }"}},
 		{name: "bpftrace @ = count()", tracer: []string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { @ = count(); }"}},
 		{name: "bpftrace empty", tracer: []string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { }"}},
+		{name: "dstar    @[execname] = count()", tracer: []string{*dstarBin, "-q", "-n", "syscall::getpid:entry { @[execname] = count(); }"}},
+		{name: "bpftrace @[comm] = count()", tracer: []string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { @[comm] = count(); }"}},
+		{name: "dstar    @ = quantize(tid)", tracer: []string{*dstarBin, "-q", "-n", "syscall::getpid:entry { @ = quantize(tid); }"}},
+		{name: "bpftrace @ = hist(tid)", tracer: []string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { @ = hist(tid); }"}},
+		{name: "dstar    @[execname, tid] = count()", tracer: []string{*dstarBin, "-q", "-n", "syscall::getpid:entry { @[execname, tid] = count(); }"}},
+		{name: "bpftrace @[comm, tid] = count()", tracer: []string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { @[comm, tid] = count(); }"}},
 	}
 	var base, floor []float64
 	for i := 0; i < *rounds; i++ {
@@ -155,11 +161,15 @@ func overhead() {
 	fmt.Printf("getpid untraced                 %7.1f ns/call\n", median(base))
 	fmt.Printf("added by an empty raw-tp program %6.1f ns/call (dstar's floor)\n", median(floor))
 	for _, s := range all {
-		fmt.Printf("added by %-22s %7.1f ns/call\n", s.name, median(s.vals))
+		fmt.Printf("added by %-36s %7.1f ns/call\n", s.name, median(s.vals))
 	}
 	fmt.Printf("dstar/bpftrace for @ = count(): %.3f (above each one's empty program: %.3f)\n",
 		median(all[0].vals)/median(all[1].vals),
 		(median(all[0].vals)-median(floor))/(median(all[1].vals)-median(all[2].vals)))
+	for i := 3; i+1 < len(all); i += 2 {
+		fmt.Printf("dstar/bpftrace for %s: %.3f\n", strings.TrimSpace(strings.TrimPrefix(all[i].name, "dstar")),
+			median(all[i].vals)/median(all[i+1].vals))
+	}
 }
 
 var lostRe = regexp.MustCompile(`(?m)(\d+) drops on CPU|Lost (\d+) events`)
