@@ -429,3 +429,27 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("aggregation row %v", row)
 	}
 }
+
+func TestPerCPUMerge(t *testing.T) {
+	bpftest.Require(t)
+	// Four threads on two CPUs make exactly 400,000 getppid calls: the
+	// per-CPU counts must merge to exactly that, with no lost updates.
+	load := filepath.Join(t.TempDir(), "loadgen")
+	if out, err := exec.Command("go", "build", "-o", load, "../../bench/loadgen").CombinedOutput(); err != nil {
+		t.Fatalf("building loadgen: %v\n%s", err, out)
+	}
+	r := dstar(t, 60*time.Second, "-q", "-c", load+" -getppid -threads 4 -n 400000", "-n",
+		`syscall::getppid:entry /pid == $target/ { @n = count(); @s = sum(2); @byThread[tid] = count(); @q = quantize(1); }
+		 END { printa("%@d %@d\n", @n, @s); }`)
+	lines := strings.SplitN(r.stdout, "\n", 3)
+	if len(lines) < 3 || lines[1] != "400000 800000" {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	// Four threads, 100,000 calls each.
+	if n := len(regexp.MustCompile(`(?m)^ +\d+ +100000$`).FindAllString(r.stdout, -1)); n != 4 {
+		t.Errorf("%d threads counted 100000 times:\n%s", n, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@ 400000") {
+		t.Errorf("quantize did not merge:\n%s", r.stdout)
+	}
+}
