@@ -33,7 +33,7 @@ var options = map[string]optionKind{
 	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optUnsupported,
 	"aggsortkeypos": optInt, "aggpercpu": optUnsupported,
 	"nspec": optInt, "specsize": optSize,
-	"cpp": optUnsupported, "define": optUnsupported, "undef": optUnsupported,
+	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
 	"version": optAny, "stdc": optUnsupported, "argref": optUnsupported,
 	"cpu": optUnsupported, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,

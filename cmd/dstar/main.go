@@ -53,6 +53,10 @@ type config struct {
 	cmds    []string
 	pids    []int
 	macros  []string
+	cpp     bool              // -C
+	defines map[string]string // -D
+	undefs  []string          // -U
+	incdirs []string          // -I
 }
 
 // exit statuses, as dtrace(1)'s.
@@ -106,8 +110,18 @@ func parseArgs(args []string) (*config, error) {
 			return c, errVersion
 		case 'h', '?':
 			return c, errHelp
-		case 'C', 'D', 'U', 'I':
-			return nil, fmt.Errorf("-%c: the C preprocessor is not supported yet", o.name)
+		case 'C':
+			c.cpp = true
+		case 'D':
+			name, val, _ := strings.Cut(o.arg, "=")
+			if c.defines == nil {
+				c.defines = map[string]string{}
+			}
+			c.defines[name] = val
+		case 'U':
+			c.undefs = append(c.undefs, o.arg)
+		case 'I':
+			c.incdirs = append(c.incdirs, o.arg)
 		}
 	}
 	c.macros = rest

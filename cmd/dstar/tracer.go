@@ -13,6 +13,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler"
 	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/cpp"
 	dsource "github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/engine/output"
@@ -71,13 +72,38 @@ func (t *tracer) readSources() error {
 				}
 				return fmt.Errorf("failed to open %s: %s", s.text, capitalize(err.Error()))
 			}
-			t.files = append(t.files, dsource.NewFile(s.text, stripShebang(string(b))))
+			text := stripShebang(string(b))
+			if t.cfg.cpp || engine.OptionSet(t.pragmaOpts(text), "cpp") {
+				out, err := cpp.Run(s.text, text, cpp.Options{
+					Defines: t.cfg.defines, Undefs: t.cfg.undefs, Includes: t.cfg.incdirs,
+				})
+				if err != nil {
+					return fmt.Errorf("failed to preprocess %s: %v", s.text, err)
+				}
+				text = out
+			}
+			t.files = append(t.files, dsource.NewFile(s.text, text))
 		} else {
 			t.files = append(t.files, dsource.NewFile("", descText(s)))
 		}
 		t.kinds = append(t.kinds, s)
 	}
 	return nil
+}
+
+// pragmaOpts reads "#pragma D option" lines from raw script text, before
+// any preprocessing ("#pragma D option cpp" asks for it).
+func (t *tracer) pragmaOpts(text string) map[string]string {
+	opts := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "#pragma"); ok {
+			if name, val, ok := check.PragmaOption(rest); ok {
+				opts[name] = val
+			}
+		}
+	}
+	return opts
 }
 
 // stripShebang blanks a "#!" first line, keeping line numbers.

@@ -1,0 +1,275 @@
+// Package cpp is the C preprocessor dtrace -C runs over scripts, written
+// for D: #define (object- and function-like), #undef, #include "..." and
+// <...>, #if/#ifdef/#ifndef/#elif/#else/#endif with C's integer
+// expressions and defined(), #error, and -D/-U/-I. #pragma lines pass
+// through, since D has its own. Lines of the main file keep their numbers:
+// directives become empty lines.
+package cpp
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Options configure a run.
+type Options struct {
+	Defines  map[string]string // -D NAME[=VALUE] (VALUE "" means 1)
+	Undefs   []string          // -U NAME
+	Includes []string          // -I DIR, searched in order
+}
+
+// Error is a preprocessing error at a line of a file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+type macro struct {
+	params []string // nil for an object-like macro
+	body   string
+}
+
+type pp struct {
+	opts   Options
+	macros map[string]*macro
+	depth  int
+}
+
+// Run preprocesses src, the text of file name.
+func Run(name, src string, opts Options) (string, error) {
+	p := &pp{opts: opts, macros: map[string]*macro{}}
+	for k, v := range predefined() {
+		p.macros[k] = &macro{body: v}
+	}
+	for k, v := range opts.Defines {
+		if v == "" {
+			v = "1"
+		}
+		p.macros[k] = &macro{body: v}
+	}
+	for _, u := range opts.Undefs {
+		delete(p.macros, u)
+	}
+	var out strings.Builder
+	if err := p.file(name, src, &out); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// predefined are the macros dtrace defines for D programs.
+func predefined() map[string]string {
+	m := map[string]string{
+		"__linux": "1", "__linux__": "1", "__unix": "1", "__SUNW_D": "1",
+		"__SUNW_D_VERSION": "0x02000000", "__SUNW_D_64": "1", "__dstar": "1",
+	}
+	switch runtime.GOARCH {
+	case "amd64":
+		m["__x86_64"], m["__x86_64__"], m["__amd64"] = "1", "1", "1"
+	case "arm64":
+		m["__aarch64__"] = "1"
+	}
+	return m
+}
+
+// cond is one level of #if nesting.
+type cond struct {
+	taking bool // this branch's lines are kept
+	taken  bool // some branch of this #if has been kept
+	parent bool // the enclosing level keeps lines
+}
+
+func (p *pp) file(name, src string, out *strings.Builder) error {
+	if p.depth > 32 {
+		return &Error{name, 1, "#include nested too deeply"}
+	}
+	p.depth++
+	defer func() { p.depth-- }()
+	var stack []cond
+	keeping := func() bool { return len(stack) == 0 || stack[len(stack)-1].taking }
+	lines := strings.Split(src, "\n")
+	for i := 0; i < len(lines); i++ {
+		lineNo := i + 1
+		line := lines[i]
+		// Backslash-newline joins lines; keep the count with empty lines.
+		joined := 0
+		for strings.HasSuffix(line, "\\") && i+1 < len(lines) {
+			i++
+			joined++
+			line = line[:len(line)-1] + lines[i]
+		}
+		errf := func(format string, args ...any) error {
+			return &Error{name, lineNo, fmt.Sprintf(format, args...)}
+		}
+		trimmed := strings.TrimSpace(line)
+		if !strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "#!") {
+			if keeping() {
+				out.WriteString(p.expand(line, 0))
+			}
+			out.WriteString(strings.Repeat("\n", joined+1))
+			continue
+		}
+		dir, rest := splitDirective(trimmed[1:])
+		switch dir {
+		case "if", "ifdef", "ifndef":
+			c := cond{parent: keeping()}
+			if c.parent {
+				v, err := p.test(dir, rest)
+				if err != nil {
+					return errf("%v", err)
+				}
+				c.taking, c.taken = v, v
+			}
+			stack = append(stack, c)
+		case "elif":
+			if len(stack) == 0 {
+				return errf("#elif without #if")
+			}
+			c := &stack[len(stack)-1]
+			c.taking = false
+			if c.parent && !c.taken {
+				v, err := p.test("if", rest)
+				if err != nil {
+					return errf("%v", err)
+				}
+				c.taking, c.taken = v, v
+			}
+		case "else":
+			if len(stack) == 0 {
+				return errf("#else without #if")
+			}
+			c := &stack[len(stack)-1]
+			c.taking = c.parent && !c.taken
+			c.taken = true
+		case "endif":
+			if len(stack) == 0 {
+				return errf("#endif without #if")
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			if !keeping() {
+				break
+			}
+			switch dir {
+			case "define":
+				if err := p.define(rest); err != nil {
+					return errf("%v", err)
+				}
+			case "undef":
+				delete(p.macros, strings.TrimSpace(rest))
+			case "include":
+				text, path, err := p.include(name, strings.TrimSpace(rest))
+				if err != nil {
+					return errf("%v", err)
+				}
+				var inc strings.Builder
+				if err := p.file(path, text, &inc); err != nil {
+					return err
+				}
+				out.WriteString(strings.TrimRight(inc.String(), "\n"))
+			case "pragma":
+				out.WriteString(line)
+			case "error":
+				return errf("#error %s", strings.TrimSpace(rest))
+			case "line", "ident", "":
+			default:
+				return errf("invalid preprocessing directive #%s", dir)
+			}
+		}
+		out.WriteString(strings.Repeat("\n", joined+1))
+	}
+	if len(stack) > 0 {
+		return &Error{name, len(lines), "unterminated #if"}
+	}
+	return nil
+}
+
+func splitDirective(s string) (string, string) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && isIdent(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// define records "#define NAME body" or "#define NAME(a, b) body".
+func (p *pp) define(s string) error {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && isIdent(s[i]) {
+		i++
+	}
+	name := s[:i]
+	if name == "" {
+		return fmt.Errorf("macro names must be identifiers")
+	}
+	m := &macro{}
+	rest := s[i:]
+	if strings.HasPrefix(rest, "(") {
+		end := strings.IndexByte(rest, ')')
+		if end < 0 {
+			return fmt.Errorf("missing ')' in macro parameter list")
+		}
+		m.params = []string{}
+		for _, a := range strings.Split(rest[1:end], ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				m.params = append(m.params, a)
+			}
+		}
+		rest = rest[end+1:]
+	}
+	m.body = strings.TrimSpace(rest)
+	p.macros[name] = m
+	return nil
+}
+
+// include finds and reads an included file: "name" beside the including
+// file first, then the -I directories; <name> only in the -I directories.
+func (p *pp) include(from, spec string) (string, string, error) {
+	if len(spec) < 2 {
+		return "", "", fmt.Errorf("#include expects \"FILENAME\" or <FILENAME>")
+	}
+	var dirs []string
+	switch {
+	case spec[0] == '"' && spec[len(spec)-1] == '"':
+		dirs = append([]string{filepath.Dir(from)}, p.opts.Includes...)
+	case spec[0] == '<' && spec[len(spec)-1] == '>':
+		dirs = p.opts.Includes
+	default:
+		return "", "", fmt.Errorf("#include expects \"FILENAME\" or <FILENAME>")
+	}
+	name := spec[1 : len(spec)-1]
+	for _, d := range dirs {
+		path := filepath.Join(d, name)
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b), path, nil
+		}
+	}
+	return "", "", fmt.Errorf("cannot find include file %s", spec)
+}
+
+// test evaluates an #if, #ifdef or #ifndef condition.
+func (p *pp) test(dir, rest string) (bool, error) {
+	rest = strings.TrimSpace(rest)
+	switch dir {
+	case "ifdef":
+		_, ok := p.macros[rest]
+		return ok, nil
+	case "ifndef":
+		_, ok := p.macros[rest]
+		return !ok, nil
+	}
+	v, err := p.eval(rest)
+	return v != 0, err
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

@@ -1,0 +1,73 @@
+package cpp
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "inc.h"), []byte("#define FROM_INC 7\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sys", "s.h"), []byte("#define SYS 9\n"), 0o644)
+	src := `#define N 4
+#define SQ(x) ((x) * (x))
+#include "inc.h"
+#include <sys/s.h>
+#if N > 3 && defined(SQ)
+big N SQ(N + 1) FROM_INC SYS "N" 'N'
+#elif N > 1
+medium
+#else
+small
+#endif
+#ifdef NOPE
+gone
+#endif
+#ifndef NOPE
+kept
+#endif
+#pragma D option quiet
+#undef N
+N CMD
+`
+	got, err := Run(filepath.Join(dir, "x.d"), src, Options{
+		Defines: map[string]string{"CMD": "\"ls\""}, Includes: []string{dir},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`big 4 ((4 + 1) * (4 + 1)) 7 9 "N" 'N'`, "kept", "#pragma D option quiet", `N "ls"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"medium", "small", "gone", "#define"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("%q kept in:\n%s", gone, got)
+		}
+	}
+	// Lines after the includes keep their numbers.
+	if lines := strings.Split(got, "\n"); !strings.HasPrefix(lines[5], "big") {
+		t.Errorf("line 6 is %q", lines[5])
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"#if 1\n":               "line 2: unterminated #if",
+		"#endif\n":              "line 1: #endif without #if",
+		"#include \"nope.h\"\n": "line 1: cannot find include file \"nope.h\"",
+		"#error stop here\n":    "line 1: #error stop here",
+		"#bogus\n":              "line 1: invalid preprocessing directive #bogus",
+	} {
+		_, err := Run("x.d", src, Options{})
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %s", src, err, want)
+		}
+	}
+}
