@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"os/exec"
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
@@ -70,6 +71,14 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Status = int(int32(vals[0].Bits))
 		case codegen.ActSpeculate:
 			continue
+		case codegen.ActSystem:
+			// The consumer runs the command, as dtrace(1) does, its
+			// output going where dstar's does.
+			ev.Kind = KindPrintf
+			s.mu.Unlock()
+			out := runSystem(act.Format.Sprint(vals))
+			s.mu.Lock()
+			text.WriteString(out)
 		case codegen.ActCommit, codegen.ActDiscard:
 			id := uint32(vals[0].Bits)
 			s.mu.Unlock()
@@ -263,4 +272,11 @@ func (e *Enabling) settle(id uint32, commit bool) {
 	if id >= 1 && int(id) <= e.Prog.Code.NSpec {
 		e.setGlobal(codegen.GlSpecs+8*int(id-1), 0)
 	}
+}
+
+// runSystem runs a system() action's command with the shell and returns
+// what it printed.
+func runSystem(cmdline string) string {
+	out, _ := exec.Command("/bin/sh", "-c", cmdline).CombinedOutput()
+	return string(out)
 }

@@ -218,6 +218,15 @@ func (t *tracer) run() int {
 		killKids()
 		return exitOK
 	}
+	destructive := t.cfg.destr || engine.OptionSet(t.opts, "destructive")
+	if prog.Info.Destructive && !destructive {
+		killKids()
+		t.errorf("could not enable tracing: Destructive actions not allowed")
+		return exitError
+	}
+	if destructive && !quiet {
+		t.errorf("allowing destructive actions")
+	}
 
 	out := t.stdout
 	if t.cfg.output != "" {

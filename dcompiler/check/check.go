@@ -46,6 +46,9 @@ type Info struct {
 	Locals    []*Var // this-> variables
 	Aggs      []*Agg
 	Options   map[string]string // from #pragma D option
+	// Destructive says the program uses destructive actions (system,
+	// raise, stop, chill, copyoutstr): dtrace(1) enables it only with -w.
+	Destructive bool
 
 	file *source.File // of the clause being checked, for errors
 

@@ -182,7 +182,8 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 
 func isAction(name string) bool {
 	switch name {
-	case "printf", "trace", "exit", "copyinstr", "stringof", "speculate", "commit", "discard":
+	case "printf", "trace", "exit", "copyinstr", "stringof", "speculate", "commit", "discard",
+		"system", "raise", "stop", "chill", "copyoutstr":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -528,7 +529,34 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[0].Start(), "D_TRACE_VOID", "trace( ) may not be applied to a void expression")
 		}
 		return types.VoidT, nil
-	case "speculate", "commit", "discard":
+	case "system":
+		in.Destructive = true
+		if len(e.Args) == 0 {
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "system( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if _, err := in.Format(e, argTypes[1:]); err != nil {
+			return nil, err
+		}
+		return types.VoidT, nil
+	case "stop":
+		in.Destructive = true
+		if len(e.Args) != 0 {
+			return nil, protoLen(0)
+		}
+		return types.VoidT, nil
+	case "copyoutstr":
+		in.Destructive = true
+		if len(e.Args) != 3 {
+			return nil, protoLen(3)
+		}
+		if !argTypes[0].IsString() || !argTypes[1].IsScalar() || !argTypes[2].IsInt() {
+			return nil, in.errorf(e.Pos, "D_PROTO_ARG", "copyoutstr( ) prototype mismatch: want (string, uintptr_t, size_t)")
+		}
+		return types.VoidT, nil
+	case "raise", "chill", "speculate", "commit", "discard":
+		if e.Fn == "raise" || e.Fn == "chill" {
+			in.Destructive = true
+		}
 		if len(e.Args) != 1 {
 			return nil, protoLen(1)
 		}

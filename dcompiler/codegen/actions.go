@@ -13,7 +13,7 @@ import (
 // isRecording reports whether call is a data-recording action.
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
-	case "printf", "trace", "exit", "commit", "discard", "speculate":
+	case "printf", "trace", "exit", "commit", "discard", "speculate", "system":
 		return true
 	}
 	return check.AggActions[call.Fn]
@@ -41,8 +41,11 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 		act := Action{Index: i + 1}
 		args := call.Args
 		switch call.Fn {
-		case "printf":
+		case "printf", "system":
 			act.Kind = ActPrintf
+			if call.Fn == "system" {
+				act.Kind = ActSystem
+			}
 			ts := make([]*types.Type, len(args)-1)
 			for j, a := range args[1:] {
 				t, err := pg.in.TypeOf(a, pg.env)
@@ -188,7 +191,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		return pg.errorf(call.Pos, "internal error: %s( ) has no record", call.Fn)
 	}
 	args := call.Args
-	if call.Fn == "printf" {
+	if call.Fn == "printf" || call.Fn == "system" {
 		args = args[1:]
 	}
 	if check.AggActions[call.Fn] {

@@ -22,6 +22,11 @@ func (pg *probeGen) expr(e ast.Expr) error {
 	if t.IsString() {
 		return pg.errorf(e.Start(), "string value used where a scalar is required")
 	}
+	if t.Kind == types.Void {
+		if call, ok := e.(*ast.Call); ok {
+			return pg.exprAny(call)
+		}
+	}
 	switch e := e.(type) {
 	case *ast.IntLit:
 		pg.emit(asm.LoadImm(asm.R0, int64(e.Val), asm.DWord))
@@ -372,6 +377,10 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 	}
 	if t.Kind == types.Void {
 		if call, ok := e.(*ast.Call); ok {
+			switch call.Fn {
+			case "raise", "stop", "chill", "copyoutstr":
+				return pg.subrInt(call)
+			}
 			return pg.errorf(call.Pos, "%s( ) may not be used in an expression", call.Fn)
 		}
 	}

@@ -116,6 +116,7 @@ const (
 	ActCommit
 	ActDiscard
 	ActSpeculate // marks the record; nothing to print
+	ActSystem    // the consumer runs the formatted command
 )
 
 // aggActions maps the D names of the aggregation actions to their kinds.

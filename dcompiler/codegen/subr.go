@@ -173,6 +173,78 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.emit(asm.HostTo(asm.BE, asm.R0, size))
 	case "rand":
 		pg.call(asm.FnGetPrandomU32)
+	case "raise", "stop":
+		// Signals go to the current process, from the kernel.
+		if e.Fn == "stop" {
+			pg.emit(asm.Mov.Imm(asm.R1, 19)) // SIGSTOP
+		} else {
+			if err := pg.expr(e.Args[0]); err != nil {
+				return err
+			}
+			pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+		}
+		pg.call(asm.FnSendSignal)
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+	case "chill":
+		// Spin until the time has passed: at most 8192 clock reads, as
+		// the verifier must see an end.
+		if err := pg.expr(e.Args[0]); err != nil {
+			return err
+		}
+		until := pg.allocScratch(8)
+		pg.emit(asm.StoreMem(regState, int16(until), asm.R0, asm.DWord))
+		pg.call(asm.FnKtimeGetNs)
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(until), asm.DWord))
+		pg.emit(asm.Add.Reg(asm.R0, asm.R1))
+		pg.emit(asm.StoreMem(regState, int16(until), asm.R0, asm.DWord))
+		// The count of reads lives on the stack, where the verifier
+		// follows its value and so sees the loop end.
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		spin, err := pg.push()
+		if err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		defer func() { pg.depth-- }()
+		head, done := pg.newLabel("chill"), pg.newLabel("chill_done")
+		pg.label(head)
+		pg.emit(asm.LoadMem(asm.R1, asm.RFP, spin, asm.DWord))
+		pg.emit(asm.JGE.Imm(asm.R1, 8192, done))
+		pg.emit(asm.Add.Imm(asm.R1, 1), asm.StoreMem(asm.RFP, spin, asm.R1, asm.DWord))
+		pg.call(asm.FnKtimeGetNs)
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(until), asm.DWord))
+		pg.emit(asm.JLT.Reg(asm.R0, asm.R1, head))
+		pg.label(done)
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+	case "copyoutstr":
+		// Write a string into the process's memory.
+		t, err := pg.typeOf(e.Args[0])
+		if err != nil {
+			return err
+		}
+		src, err := pg.strTemp(e.Args[0], t.Size)
+		if err != nil {
+			return err
+		}
+		if err := pg.expr(e.Args[2]); err != nil {
+			return err
+		}
+		n, err := pg.push()
+		if err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		defer func() { pg.depth-- }()
+		if err := pg.expr(e.Args[1]); err != nil {
+			return err
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+		pg.addrOf(asm.R2, regState, src)
+		pg.emit(asm.LoadMem(asm.R3, asm.RFP, n, asm.DWord))
+		// The length, bounded by the buffer for the verifier.
+		pg.emit(asm.JLE.Imm(asm.R3, int32(t.Size), pg.labelNext("cos_len")))
+		pg.emit(asm.Mov.Imm(asm.R3, int32(t.Size)))
+		pg.label(pg.lastLabel)
+		pg.call(asm.FnProbeWriteUser)
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
 	case "speculation":
 		// The first free buffer, taken atomically, numbered from 1; 0
 		// when all are in use.
