@@ -220,7 +220,7 @@ func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
 	if in.Opts.Probes != nil {
 		probes, err = in.Opts.Probes.Match(desc)
 		if err != nil {
-			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "probe description %s: %v", desc, err)
+			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 		}
 	}
 	if len(probes) == 0 && !in.Opts.AllowZero {
