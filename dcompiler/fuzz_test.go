@@ -31,6 +31,9 @@ func FuzzCompile(f *testing.F) {
 		`END { s = "abc"; printf("%s %-5d %x\n", s == "abc" ? "yes" : "no", -1, 255); }`,
 		`ERROR { trace(arg4); } BEGIN { x = 0; trace(1 / x); }`,
 		`BEGIN { @a = (count()); @b[1, "x"] = ((sum(2))); }`,
+		`BEGIN { tracemem(arg0, 8); trace(*(int *)copyin(arg0, 4)); trace(args[1]); printa("%d %@d", @q); }`,
+		`inline int N = 2; self int x; BEGIN { s = speculation(); speculate(s); printf("%s", substr(strjoin("a", "b"), N)); }`,
+		`BEGIN { @q = lquantize(1, 0, 10, 2); @r = llquantize(5, 10, 0, 3, 10); trunc(@q, 1); normalize(@r, 2); }`,
 		`BEGIN { i++; --i; i += 4; trace(i ^^ 1); trace(copyinstr(arg0)); }`,
 	} {
 		f.Add(s)

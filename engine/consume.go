@@ -71,6 +71,10 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Status = int(int32(vals[0].Bits))
 		case codegen.ActSpeculate:
 			continue
+		case codegen.ActTraceMem:
+			ev.Kind = KindTrace
+			d := act.Args[0]
+			text.WriteString(output.RawBytes(raw[d.Off : d.Off+d.Size]))
 		case codegen.ActSystem:
 			// The consumer runs the command, as dtrace(1) does, its
 			// output going where dstar's does.
@@ -117,6 +121,9 @@ func (e *Enabling) handle(raw []byte) {
 // datum reads one recorded value.
 func datum(raw []byte, d codegen.Datum) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
+	if d.Type.Kind == types.Void {
+		return printf.Str(string(b)) // tracemem's bytes
+	}
 	if d.Type.Kind == types.String {
 		if i := strings.IndexByte(string(b), 0); i >= 0 {
 			b = b[:i]

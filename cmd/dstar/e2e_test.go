@@ -453,3 +453,14 @@ func TestPerCPUMerge(t *testing.T) {
 		t.Errorf("quantize did not merge:\n%s", r.stdout)
 	}
 }
+
+func TestCopyinTracememArgs(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "cat /etc/hostname", "-n",
+		`syscall::openat:entry /pid == $target && basename(copyinstr(args[1])) == "hostname"/ {
+			tracemem(arg1, 14); printf("%x %d\n", *(int *)copyin(arg1, 4), args[0]); }`)
+	if !strings.Contains(r.stdout, "0: 2f 65 74 63 2f 68 6f 73 74 6e 61 6d 65 00        /etc/hostname.\n") ||
+		!strings.Contains(r.stdout, "6374652f -100\n") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}

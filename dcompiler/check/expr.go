@@ -182,7 +182,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 
 func isAction(name string) bool {
 	switch name {
-	case "printf", "trace", "exit", "copyinstr", "stringof", "speculate", "commit", "discard",
+	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
 		"system", "raise", "stop", "chill", "copyoutstr":
 		return true
 	}
@@ -299,6 +299,17 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires an operand of integral type", e.Op)
 		}
 		return types.Promote(t), nil
+	case "*":
+		if t.Kind != types.Pointer || t.Elem == nil {
+			return nil, in.errorf(e.Pos, "D_DEREF_NONPTR", "cannot dereference non-pointer type")
+		}
+		if t.Elem.Kind == types.Void {
+			return nil, in.errorf(e.Pos, "D_DEREF_VOID", "cannot dereference pointer to void")
+		}
+		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer {
+			return nil, in.errorf(e.Pos, "D_DEREF_TYPE", "cannot dereference a pointer to %s yet", t.Elem.Name)
+		}
+		return t.Elem, nil
 	}
 	return nil, in.errorf(e.Pos, "D_OP_UNSUP", "operator %s is not supported here", e.Op)
 }
@@ -572,6 +583,22 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "exit( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[0])
 		}
 		return types.VoidT, nil
+	case "copyin":
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
+			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
+		}
+		return types.VoidPtr, nil
+	case "tracemem":
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
+		}
+		return types.VoidT, nil
 	case "copyinstr":
 		if len(e.Args) < 1 || len(e.Args) > 2 {
 			return nil, protoLen(1)
@@ -604,7 +631,7 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 		return in.refType(r, env)
 	}
 	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
-		return nil, in.errorf(e.Pos, "D_ARGS_IDX", "args[ ] is not yet supported; use argN or args->field")
+		return in.argsIndex(e, env)
 	}
 	if f, elem := in.ArrayField(e, env); f != nil {
 		if len(e.Keys) != 1 {
@@ -872,4 +899,38 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 		return 0, nil, in.errorf(e.Pos, "D_MEMBER_TYPE", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
+}
+
+// argsIndex types args[N]: the probe's Nth argument, typed as the probe
+// declares it (a syscall's C prototype), or int64_t.
+func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
+	if len(e.Keys) != 1 {
+		return nil, in.errorf(e.Pos, "D_ARGS_IDX", "args[ ] takes one index")
+	}
+	n, ok := in.ConstInt(e.Keys[0])
+	if !ok {
+		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index of args[ ] must be a constant integer")
+	}
+	if n < 0 || n >= 10 {
+		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args[ ]", n)
+	}
+	if a := PositionalArg(env.Probe, int(n)); a != nil {
+		if a.Kind == providers.ArgPointer {
+			return &types.Type{Kind: types.Pointer, Size: 8, Name: a.Type, Elem: types.VoidT}, nil
+		}
+		return types.FromC(a.Type, a.Size, a.Signed), nil
+	}
+	if env.Probe != nil && env.Probe.Provider == "syscall" {
+		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
+	}
+	return types.Int64T, nil
+}
+
+// PositionalArg returns probe p's Nth positional argument, if it declares
+// its arguments by position (as syscall probes do).
+func PositionalArg(p *providers.Probe, n int) *providers.Arg {
+	if p == nil || n >= len(p.Args) || p.Args[n].Name != "" {
+		return nil
+	}
+	return &p.Args[n]
 }

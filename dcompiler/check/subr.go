@@ -45,6 +45,8 @@ var Subroutines = map[string]subr{
 	"ntohll":      {[]argKind{argInt}, 0, "uint64", "uint64_t"},
 	"rand":        {nil, 0, "int", "void"},
 	"speculation": {nil, 0, "int", "void"},
+	"getmajor":    {[]argKind{argInt}, 0, "int", "dev_t"},
+	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
 }
 

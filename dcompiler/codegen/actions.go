@@ -13,7 +13,7 @@ import (
 // isRecording reports whether call is a data-recording action.
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
-	case "printf", "trace", "exit", "commit", "discard", "speculate", "system":
+	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem":
 		return true
 	}
 	return check.AggActions[call.Fn]
@@ -70,6 +70,12 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActDiscard
 		case "speculate":
 			act.Kind = ActSpeculate
+			args = nil
+		case "tracemem":
+			act.Kind = ActTraceMem
+			n, _ := pg.in.ConstInt(args[1])
+			act.Args = append(act.Args, Datum{Off: rec.Size, Size: int(n), Type: types.VoidT})
+			rec.Size += align8(int(n))
 			args = nil
 		default:
 			act.Kind = aggActions[call.Fn]
@@ -189,6 +195,30 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	act := pg.actionOf(call)
 	if act == nil {
 		return pg.errorf(call.Pos, "internal error: %s( ) has no record", call.Fn)
+	}
+	if call.Fn == "tracemem" {
+		// Kernel memory, or the process's when that fails.
+		if err := pg.expr(call.Args[0]); err != nil {
+			return err
+		}
+		d := act.Args[0]
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		src, err := pg.push()
+		if err != nil {
+			return pg.errorf(call.Pos, "%v", err)
+		}
+		pg.depth--
+		pg.addrOf(asm.R1, regRecord, d.Off)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(d.Size)))
+		pg.call(asm.FnProbeReadKernel)
+		done := pg.newLabel("tracemem_done")
+		pg.emit(asm.JEq.Imm(asm.R0, 0, done))
+		pg.addrOf(asm.R1, regRecord, d.Off)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(d.Size)))
+		pg.emit(asm.LoadMem(asm.R3, asm.RFP, src, asm.DWord))
+		pg.call(asm.FnProbeReadUser)
+		pg.label(done)
+		return nil
 	}
 	args := call.Args
 	if call.Fn == "printf" || call.Fn == "system" {

@@ -90,6 +90,14 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		}
 		return pg.kernelMember(e, t)
 	case *ast.Index:
+		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
+			n, _ := pg.in.ConstInt(e.Keys[0])
+			pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
+			if t.Kind == types.Int {
+				pg.normalize(asm.R0, t.Size, t.Signed)
+			}
+			return nil
+		}
 		if f, _ := pg.in.ArrayField(e, pg.env); f != nil {
 			return pg.arrayElem(e, f, t)
 		}
@@ -184,6 +192,8 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 		return err
 	}
 	switch e.Op {
+	case "*":
+		return pg.readKernel(t)
 	case "-":
 		pg.emit(asm.Neg.Imm(asm.R0, 0))
 	case "~":

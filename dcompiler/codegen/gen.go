@@ -454,6 +454,13 @@ func (pg *probeGen) unusedArgs() uint32 {
 					unused &^= providers.UnusedErrno
 				}
 			}
+			if ix, ok := e.(*ast.Index); ok {
+				if id, ok := ix.X.(*ast.Ident); ok && id.Name == "args" && len(ix.Keys) == 1 {
+					if n, ok := pg.in.ConstInt(ix.Keys[0]); ok && n >= 0 && n < providers.NumArgs {
+						unused &^= 1 << n
+					}
+				}
+			}
 		}
 		ast.Inspect(cl.Pred, visit)
 		ast.InspectStmts(cl.Body, visit)

@@ -39,6 +39,12 @@ func (pg *probeGen) kernelMember(e *ast.Member, t *types.Type) error {
 	if err := pg.kernelAddr(e); err != nil {
 		return err
 	}
+	return pg.readKernel(t)
+}
+
+// readKernel replaces the address in R0 with the value of type t there,
+// read safely; a bad address is a fault.
+func (pg *probeGen) readKernel(t *types.Type) error {
 	size := t.Size
 	if t.Kind == types.Pointer || size > 8 || size <= 0 {
 		size = 8

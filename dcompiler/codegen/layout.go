@@ -117,6 +117,7 @@ const (
 	ActDiscard
 	ActSpeculate // marks the record; nothing to print
 	ActSystem    // the consumer runs the formatted command
+	ActTraceMem  // Args[0] holds the bytes read
 )
 
 // aggActions maps the D names of the aggregation actions to their kinds.

@@ -173,6 +173,39 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.emit(asm.HostTo(asm.BE, asm.R0, size))
 	case "rand":
 		pg.call(asm.FnGetPrandomU32)
+	case "getmajor", "getminor":
+		// The kernel's dev_t: major in the high 12 bits, minor in the
+		// low 20.
+		if err := pg.expr(e.Args[0]); err != nil {
+			return err
+		}
+		if e.Fn == "getmajor" {
+			pg.emit(asm.RSh.Imm(asm.R0, 20))
+		} else {
+			pg.emit(asm.And.Imm(asm.R0, 0xfffff))
+		}
+	case "copyin":
+		// Copy user memory into scratch; the result points at it.
+		n, _ := pg.in.ConstInt(e.Args[1])
+		buf := pg.allocScratch(int(n))
+		if err := pg.expr(e.Args[0]); err != nil {
+			return err
+		}
+		addr, err := pg.push()
+		if err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		defer func() { pg.depth-- }()
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		pg.addrOf(asm.R1, regState, buf)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+		pg.call(asm.FnProbeReadUser)
+		ok := pg.newLabel("copyin_ok")
+		pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
+		pg.emit(asm.LoadMem(asm.R1, asm.RFP, addr, asm.DWord))
+		pg.raise(FaultBadAddr, asm.R1, true)
+		pg.label(ok)
+		pg.addrOf(asm.R0, regState, buf)
 	case "raise", "stop":
 		// Signals go to the current process, from the kernel.
 		if e.Fn == "stop" {
