@@ -71,6 +71,13 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Status = int(int32(vals[0].Bits))
 		case codegen.ActSpeculate:
 			continue
+		case codegen.ActSetopt, codegen.ActFreopen, codegen.ActFtruncate:
+			if err := s.outputAction(act.Kind, vals); err != nil {
+				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: s.opts.Prog + ": " + err.Error() + "\n", Stderr: true})
+			}
+			if text.Len() == 0 {
+				continue
+			}
 		case codegen.ActTraceMem:
 			ev.Kind = KindTrace
 			d := act.Args[0]

@@ -35,6 +35,7 @@ type Session struct {
 	opts Options
 
 	mu        sync.Mutex // serialises output and enabling changes
+	firstOut  io.Writer  // where output went before freopen()
 	enablings []*Enabling
 	headerOut bool // the CPU/ID/FUNCTION:NAME header has been printed
 

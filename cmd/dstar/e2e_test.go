@@ -464,3 +464,13 @@ func TestCopyinTracememArgs(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 }
+
+func TestFreopen(t *testing.T) {
+	bpftest.Require(t)
+	file := filepath.Join(t.TempDir(), "out")
+	r := dstar(t, 20*time.Second, "-qw", "-n", fmt.Sprintf(`BEGIN { printf("one\n"); freopen("%s"); printf("two\n"); freopen(""); printf("three\n"); exit(0); }`, file))
+	b, _ := os.ReadFile(file)
+	if r.stdout != "one\nthree\n\n" || string(b) != "two\n" {
+		t.Errorf("stdout %q, file %q, stderr %q", r.stdout, b, r.stderr)
+	}
+}

@@ -183,6 +183,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
+		"setopt", "freopen", "ftruncate",
 		"system", "raise", "stop", "chill", "copyoutstr":
 		return true
 	}
@@ -591,6 +592,20 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidPtr, nil
+	case "setopt", "freopen", "ftruncate":
+		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
+		if len(e.Args) < want[0] || len(e.Args) > want[1] {
+			return nil, protoLen(want[0])
+		}
+		for i, t := range argTypes {
+			if !t.IsString() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: string\n\t argument: %s", e.Fn, i+1, t)
+			}
+		}
+		if e.Fn == "freopen" {
+			in.Destructive = true
+		}
+		return types.VoidT, nil
 	case "tracemem":
 		if len(e.Args) != 2 {
 			return nil, protoLen(2)

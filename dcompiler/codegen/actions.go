@@ -13,7 +13,8 @@ import (
 // isRecording reports whether call is a data-recording action.
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
-	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem":
+	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem",
+		"setopt", "freopen", "ftruncate":
 		return true
 	}
 	return check.AggActions[call.Fn]
@@ -71,6 +72,12 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 		case "speculate":
 			act.Kind = ActSpeculate
 			args = nil
+		case "setopt":
+			act.Kind = ActSetopt
+		case "freopen":
+			act.Kind = ActFreopen
+		case "ftruncate":
+			act.Kind = ActFtruncate
 		case "tracemem":
 			act.Kind = ActTraceMem
 			n, _ := pg.in.ConstInt(args[1])

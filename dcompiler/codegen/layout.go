@@ -118,6 +118,10 @@ const (
 	ActSpeculate // marks the record; nothing to print
 	ActSystem    // the consumer runs the formatted command
 	ActTraceMem  // Args[0] holds the bytes read
+	// Output actions the consumer carries out: Args hold their strings.
+	ActSetopt
+	ActFreopen
+	ActFtruncate
 )
 
 // aggActions maps the D names of the aggregation actions to their kinds.
