@@ -28,7 +28,7 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		n, err := sys.NumProbes()
 		return syscallFirst + n, err
 	})
-	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt)
+	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt, FBT{})
 })
 
 // Providers returns the providers in order.

@@ -474,3 +474,15 @@ func TestFreopen(t *testing.T) {
 		t.Errorf("stdout %q, file %q, stderr %q", r.stdout, b, r.stderr)
 	}
 }
+
+func TestFBTSaysWhatIsMissing(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", "fbt::do_sys_openat2:entry { }")
+	if r.code != 1 || !strings.Contains(r.stderr, "invalid probe specifier fbt::do_sys_openat2:entry { }: fbt provider unavailable: ") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	// Listing everything is not disturbed by fbt.
+	if r := dstar(t, 20*time.Second, "-l"); r.code != 0 || strings.Contains(r.stderr, "fbt") {
+		t.Errorf("-l: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
