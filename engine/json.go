@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/dstar-trace/dstar/dcompiler/printf"
-	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"github.com/dstar-trace/dstar/engine/output"
 )
 
@@ -85,13 +84,7 @@ func (e *Enabling) WriteAggregationsJSON(w io.Writer) error {
 			continue
 		}
 		l := a.Layout
-		label := quant.QuantizeBucketValue
-		switch l.Func {
-		case "lquantize":
-			label = l.Lquantize().Value
-		case "llquantize":
-			label = l.Llquantize().Value
-		}
+		label := l.BucketValue()
 		out := e.output(a)
 		j := jsonAgg{Type: "aggregation", Name: "@" + a.Name(), Function: string(l.Func), Rows: []jsonAggRow{}}
 		for _, r := range output.Sorted(out) {

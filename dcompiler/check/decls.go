@@ -64,15 +64,7 @@ func (in *Info) decls() error {
 					v.Keys = append(v.Keys, kt)
 				}
 			}
-			in.vars(scope)[d.Name] = v
-			switch scope {
-			case ScopeThread:
-				in.Threads = append(in.Threads, v)
-			case ScopeClause:
-				in.Locals = append(in.Locals, v)
-			default:
-				in.Globals = append(in.Globals, v)
-			}
+			in.addVar(v)
 		}
 	}
 	return nil

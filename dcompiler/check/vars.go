@@ -156,8 +156,14 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 	if r.Keys != nil && v.Keys == nil {
 		v.Keys = []*types.Type{}
 	}
-	in.vars(r.Scope)[r.Name] = v
-	switch r.Scope {
+	in.addVar(v)
+	return v, nil
+}
+
+// addVar records a new variable in its scope's table and list.
+func (in *Info) addVar(v *Var) {
+	in.vars(v.Scope)[v.Name] = v
+	switch v.Scope {
 	case ScopeThread:
 		in.Threads = append(in.Threads, v)
 	case ScopeClause:
@@ -165,7 +171,6 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 	default:
 		in.Globals = append(in.Globals, v)
 	}
-	return v, nil
 }
 
 // predeclare declares, before checking, every variable the program

@@ -563,6 +563,13 @@ func hasExit(r *Record) bool {
 // reserve reserves size bytes of ring buffer into R7 and writes the
 // header; on failure it counts a drop and skips to end.
 func (pg *probeGen) reserve(size int, end string) {
+	pg.reserveRecord(size, int64(pg.epid), end)
+}
+
+// reserveRecord reserves a record of size bytes into R7 and writes its
+// header with epid; when the buffer is full it counts a drop and jumps to
+// end.
+func (pg *probeGen) reserveRecord(size int, epid int64, end string) {
 	ok := pg.newLabel("reserved")
 	pg.mapPtr(asm.R1, EventsMap)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(size)), asm.Mov.Imm(asm.R3, 0))
@@ -572,7 +579,7 @@ func (pg *probeGen) reserve(size int, end string) {
 	pg.emit(asm.Ja.Label(end))
 	pg.label(ok)
 	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
-	pg.header(int64(pg.epid))
+	pg.header(epid)
 }
 
 // header writes a record header at R7.
@@ -597,16 +604,7 @@ func (pg *probeGen) count(off int16) {
 
 // faultRecord writes a fault record from the state's fault fields.
 func (pg *probeGen) faultRecord(end string) {
-	ok := pg.newLabel("fault_reserved")
-	pg.mapPtr(asm.R1, EventsMap)
-	pg.emit(asm.Mov.Imm(asm.R2, FltSize), asm.Mov.Imm(asm.R3, 0))
-	pg.call(asm.FnRingbufReserve)
-	pg.emit(asm.JNE.Imm(asm.R0, 0, ok))
-	pg.count(StDrops)
-	pg.emit(asm.Ja.Label(end))
-	pg.label(ok)
-	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
-	pg.header(-1)
+	pg.reserveRecord(FltSize, -1, end)
 	pg.emit(storeImm(regRecord, FltEPID, int64(pg.epid), asm.DWord))
 	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultAction, FltAction}, {StFaultAddr, FltAddr}} {
 		pg.emit(asm.LoadMem(asm.R1, regState, f[0], asm.DWord))

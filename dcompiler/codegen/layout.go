@@ -160,6 +160,18 @@ type AggLayout struct {
 	Buckets   int  // quantize, lquantize, llquantize: buckets after value[0]
 }
 
+// BucketValue returns how a distribution aggregation labels its buckets:
+// the value a bucket counts, by index.
+func (l *AggLayout) BucketValue() func(int) int64 {
+	switch l.Func {
+	case "lquantize":
+		return l.Lquantize().Value
+	case "llquantize":
+		return l.Llquantize().Value
+	}
+	return quant.QuantizeBucketValue
+}
+
 // Lquantize returns an lquantize aggregation's bucket layout.
 func (l *AggLayout) Lquantize() quant.Lquantize {
 	if l.Func != "lquantize" {

@@ -6,7 +6,6 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/dstar-trace/dstar/dcompiler/quant"
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/engine/output"
 )
@@ -21,14 +20,7 @@ type Histogram struct {
 
 // newHistogram makes the value of one row of a distribution aggregation.
 func newHistogram(a *engine.AggData, r *engine.AggRow) *Histogram {
-	l := a.Layout
-	label := quant.QuantizeBucketValue
-	switch l.Func {
-	case "lquantize":
-		label = l.Lquantize().Value
-	case "llquantize":
-		label = l.Llquantize().Value
-	}
+	label := a.Layout.BucketValue()
 	h := &Histogram{}
 	for i, n := range r.Buckets {
 		if n != 0 {
