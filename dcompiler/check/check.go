@@ -285,7 +285,7 @@ func (in *Info) speculationRules(cl *Clause) error {
 			continue
 		}
 		if a, ok := es.X.(*ast.Assign); ok && speculating {
-			if _, isAgg := aggTarget(a.LHS); isAgg {
+			if _, isAgg := AggTarget(a.LHS); isAgg {
 				return in.errorf(a.Pos, "D_AGG_SPEC", "aggregating actions may not follow speculate( )")
 			}
 		}

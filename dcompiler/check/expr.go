@@ -362,7 +362,7 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 }
 
 func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
-	if agg, ok := aggTarget(e.LHS); ok {
+	if agg, ok := AggTarget(e.LHS); ok {
 		return in.aggAssign(e, agg, env)
 	}
 	rt, err := in.TypeOf(e.RHS, env)
@@ -410,8 +410,8 @@ func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error)
 	return v.Type, nil
 }
 
-// aggTarget recognises "@name" and "@name[keys]" on the left of '='.
-func aggTarget(x ast.Expr) (*ast.AggVar, bool) {
+// AggTarget recognises "@name" and "@name[keys]" on the left of '='.
+func AggTarget(x ast.Expr) (*ast.AggVar, bool) {
 	switch x := x.(type) {
 	case *ast.AggVar:
 		return x, true

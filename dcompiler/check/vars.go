@@ -189,7 +189,7 @@ func (in *Info) predeclare() {
 				if !ok {
 					return
 				}
-				if av, isAgg := aggTarget(a.LHS); isAgg {
+				if av, isAgg := AggTarget(a.LHS); isAgg {
 					in.aggAssign(a, av, env)
 					return
 				}

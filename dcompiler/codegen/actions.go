@@ -179,22 +179,11 @@ func (pg *probeGen) stmt(x ast.Expr) error {
 		return pg.recordingAction(call)
 	}
 	if a, ok := x.(*ast.Assign); ok {
-		if av, isAgg := aggTarget(a.LHS); isAgg {
+		if av, isAgg := check.AggTarget(a.LHS); isAgg {
 			return pg.aggregate(a, av)
 		}
 	}
 	return pg.exprAny(x)
-}
-
-func aggTarget(x ast.Expr) (*ast.AggVar, bool) {
-	switch x := x.(type) {
-	case *ast.AggVar:
-		return x, true
-	case *ast.Index:
-		a, ok := x.X.(*ast.AggVar)
-		return a, ok
-	}
-	return nil, false
 }
 
 // recordingAction writes a printf/trace/exit action's data to the record.
