@@ -70,14 +70,14 @@ func TestRegistryLookup(t *testing.T) {
 	for _, p := range r.Providers() {
 		names = append(names, p.Name())
 	}
-	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt" {
+	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,fbt" {
 		t.Errorf("providers: %s", got)
 	}
 	if p, err := r.ProviderOf(dtraceProbes[0]); err != nil || p.Name() != "dtrace" {
 		t.Errorf("ProviderOf(BEGIN) = %v, %v", p, err)
 	}
-	if _, err := r.ProviderOf(&Probe{Provider: "fbt"}); err == nil {
-		t.Error("ProviderOf(fbt probe): no error")
+	if _, err := r.ProviderOf(&Probe{Provider: "nosuch"}); err == nil {
+		t.Error("ProviderOf(nosuch probe): no error")
 	}
 	ps, err := r.Match(mustDesc(t, "BEGIN"))
 	if err != nil || len(ps) != 1 || ps[0].ID != BeginID {

@@ -394,6 +394,9 @@ func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error)
 			if _, builtin := Builtins[id.Name]; builtin || ArgIndex(id.Name) >= 0 {
 				return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
 			}
+			if isReserved(id.Name) {
+				return nil, in.errorf(id.Pos, "D_IDENT_BADREF", "%s( ) may not be referenced as a scalar", id.Name)
+			}
 		}
 		return nil, in.errorf(x.Start(), "D_OP_LVAL", "operator = requires a writable lvalue operand")
 	}

@@ -68,13 +68,13 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 		pg.addrOf(asm.R3, regState, valOff)
 		pg.emit(asm.Mov.Imm(asm.R4, 1)) // BPF_NOEXIST
 		pg.call(asm.FnMapUpdateElem)
-		inserted := pg.newLabel("agg_inserted")
-		pg.emit(asm.JEq.Imm(asm.R0, 0, inserted))
+		// Inserted, or another CPU inserted the key first (the key's
+		// entry holds every CPU's value): look it up again. Only a key
+		// that is still missing means the map is full.
+		pg.lookupKey(l.Map, keyOff)
+		pg.emit(asm.JNE.Imm(asm.R0, 0, found))
 		pg.count(StAggDrops)
 		pg.emit(asm.Ja.Label(done))
-		pg.label(inserted)
-		pg.lookupKey(l.Map, keyOff)
-		pg.emit(asm.JEq.Imm(asm.R0, 0, done))
 	}
 	pg.label(found)
 	// value[0] counts updates; it is count()'s result and tells whether
