@@ -30,7 +30,7 @@ var options = map[string]optionKind{
 	// Records are read as they come and aggregations when asked for:
 	// there is no buffer to switch, resize or fill policy to choose.
 	"bufpolicy": optIgnored, "bufresize": optIgnored,
-	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optUnsupported,
+	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optInt,
 	"aggsortkeypos": optInt, "aggpercpu": optUnsupported,
 	"nspec": optInt, "specsize": optSize,
 	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,

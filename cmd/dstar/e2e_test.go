@@ -405,7 +405,7 @@ func TestTracepointArrayField(t *testing.T) {
 
 func TestJSONOutput(t *testing.T) {
 	bpftest.Require(t)
-	r := dstar(t, 20*time.Second, "-x", "outputformat=json", "-n",
+	r := dstar(t, 20*time.Second, "-f", "json", "-n",
 		`BEGIN { printf("hi %d\n", 5); @c["a", 1] = count(); @q = quantize(3); exit(2); }`)
 	if r.code != 2 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

@@ -79,7 +79,15 @@ func parseArgs(args []string) (*config, error) {
 	}
 	for _, o := range opts {
 		switch o.name {
-		case 'n', 'P', 'm', 'f', 's':
+		case 'f':
+			// "-f json" and "-f text" choose the output format; any
+			// other -f is dtrace's function probe description.
+			if o.arg == "json" || o.arg == "text" {
+				c.xopts = append(c.xopts, [2]string{"outputformat", o.arg})
+				continue
+			}
+			c.sources = append(c.sources, source{o.name, o.arg})
+		case 'n', 'P', 'm', 's':
 			c.sources = append(c.sources, source{o.name, o.arg})
 		case 'c':
 			c.cmds = append(c.cmds, o.arg)

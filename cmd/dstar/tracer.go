@@ -469,9 +469,11 @@ func specSize(opts map[string]string) int {
 // aggsortrev reverses, aggsortkeypos picks the key compared first.
 func aggSort(opts map[string]string) output.SortOptions {
 	pos, _ := strconv.Atoi(opts["aggsortkeypos"])
+	agg, _ := strconv.Atoi(opts["aggsortpos"])
 	return output.SortOptions{
 		ByKey:   engine.OptionSet(opts, "aggsortkey"),
 		Reverse: engine.OptionSet(opts, "aggsortrev"),
 		KeyPos:  pos,
+		AggPos:  agg,
 	}
 }

@@ -75,6 +75,9 @@ type SortOptions struct {
 	// KeyPos is the key that compares first (keys are then compared in
 	// order from there, wrapping around).
 	KeyPos int
+	// AggPos is which aggregation of a printa() with several orders the
+	// rows (aggsortpos).
+	AggPos int
 }
 
 // WriteAgg writes the aggregation's rows, sorted: each row's keys, then its
@@ -234,7 +237,20 @@ func WritePrintaFormat(w io.Writer, f *printf.Format, aggs []*Aggregation) error
 	}
 	var order []string
 	rows := map[string]*joined{}
-	for i, a := range aggs {
+	// The aggregation aggsortpos names orders the rows; the others add
+	// their keys after its.
+	first := 0
+	if len(aggs) > 0 && aggs[0].Sort.AggPos > 0 && aggs[0].Sort.AggPos < len(aggs) {
+		first = aggs[0].Sort.AggPos
+	}
+	idx := []int{first}
+	for i := range aggs {
+		if i != first {
+			idx = append(idx, i)
+		}
+	}
+	for _, i := range idx {
+		a := aggs[i]
 		sorted := append([]Row(nil), a.Rows...)
 		sortRows(a, sorted)
 		for _, r := range sorted {
