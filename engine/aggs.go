@@ -39,6 +39,14 @@ type AggRow struct {
 	SumSq [2]uint64
 	// Buckets are the counts of quantize, lquantize and llquantize.
 	Buckets []int64
+	// PerCPU are the CPUs' parts, kept for -x aggpercpu.
+	PerCPU []CPUPart
+}
+
+// CPUPart is one CPU's part of a row.
+type CPUPart struct {
+	CPU int
+	Row *AggRow
 }
 
 // Snapshot reads every aggregation map and merges the per-CPU values. After
@@ -56,7 +64,7 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	e.stateMu.Unlock()
 	snap := &AggSnapshot{}
 	for _, l := range e.Prog.Code.Aggs {
-		data, err := readAgg(e.coll.Maps[l.Map], l)
+		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU)
 		if err != nil {
 			return nil, err
 		}
@@ -68,24 +76,32 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 // readAgg reads and merges one aggregation map. Batched lookups read
 // thousands of keys per system call (iterating costs two calls a key); a
 // kernel without them falls back to iterating.
-func readAgg(m *ebpf.Map, l *codegen.AggLayout) (*AggData, error) {
+func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
 	data := &AggData{Layout: l}
 	add := func(key []byte, vals [][]byte) {
-		row := &AggRow{raw: append([]byte(nil), key...)}
-		if l.Buckets > 0 {
-			row.Buckets = make([]int64, l.Buckets)
+		newRow := func() *AggRow {
+			r := &AggRow{raw: append([]byte(nil), key...)}
+			if l.Buckets > 0 {
+				r.Buckets = make([]int64, l.Buckets)
+			}
+			return r
 		}
-		for _, v := range vals {
+		row := newRow()
+		for cpu, v := range vals {
 			merge(l, row, v)
+			if perCPU {
+				part := newRow()
+				merge(l, part, v)
+				if part.Count > 0 {
+					finish(l, part)
+					row.PerCPU = append(row.PerCPU, CPUPart{CPU: cpu, Row: part})
+				}
+			}
 		}
 		if row.Count == 0 {
 			return
 		}
-		if l.Func == "count" {
-			row.Value = int64(row.Count)
-		} else if l.Func == "avg" {
-			row.Value = row.Sum / int64(row.Count)
-		}
+		finish(l, row)
 		for _, d := range l.Keys {
 			row.Keys = append(row.Keys, datum(key, d))
 		}
@@ -137,6 +153,15 @@ func readBatched(m *ebpf.Map, add func(key []byte, vals [][]byte)) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// finish computes a merged row's count and average.
+func finish(l *codegen.AggLayout, row *AggRow) {
+	if l.Func == "count" {
+		row.Value = int64(row.Count)
+	} else if l.Func == "avg" {
+		row.Value = row.Sum / int64(row.Count)
 	}
 }
 
@@ -215,7 +240,7 @@ func (e *Enabling) Trunc(name string, n int) error {
 		}
 		return m.Update(uint32(0), zero, ebpf.UpdateAny)
 	}
-	data, err := readAgg(m, l)
+	data, err := readAgg(m, l, false)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ var options = map[string]optionKind{
 	// there is no buffer to switch, resize or fill policy to choose.
 	"bufpolicy": optIgnored, "bufresize": optIgnored,
 	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optInt,
-	"aggsortkeypos": optInt, "aggpercpu": optUnsupported,
+	"aggsortkeypos": optInt, "aggpercpu": optBool,
 	"nspec": optInt, "specsize": optSize,
 	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,

@@ -25,6 +25,8 @@ type Options struct {
 	// AggSort orders aggregation rows (-x aggsortkey, aggsortrev,
 	// aggsortkeypos); the zero value sorts by value.
 	AggSort output.SortOptions
+	// AggPerCPU prints each CPU's part of an aggregation's rows too.
+	AggPerCPU bool
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }

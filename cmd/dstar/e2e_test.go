@@ -486,3 +486,12 @@ func TestFBTSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("-l: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestAggPerCPU(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-x", "aggpercpu", "-n", `BEGIN { @c = count(); @c = count(); @s["k"] = sum(5); exit(0); }`)
+	want := regexp.MustCompile(`^\n +2\n    \[CPU \d+\] +2\n  k +5\n    \[CPU \d+\] +5\n$`)
+	if !want.MatchString(r.stdout) {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}

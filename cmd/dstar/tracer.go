@@ -251,7 +251,7 @@ func (t *tracer) run() int {
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
-		AggSort: aggSort(t.opts),
+		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {

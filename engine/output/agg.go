@@ -60,10 +60,19 @@ type Row struct {
 	Count, Sum int64
 	// SumSq is stddev()'s sum of squares, 128 bits: low word first.
 	SumSq [2]uint64
+	// PerCPU breaks the row down by CPU (-x aggpercpu), for the CPUs
+	// that contributed.
+	PerCPU []CPURow
 	// Buckets are the counts of quantize(), lquantize() and llquantize(),
 	// laid out as QuantizeBucket and the Bucket methods of the parameters
 	// say.
 	Buckets []int64
+}
+
+// CPURow is one CPU's part of a row.
+type CPURow struct {
+	CPU int
+	Row Row
 }
 
 // SortOptions are the aggsortkey, aggsortrev and aggsortkeypos options.
@@ -99,6 +108,14 @@ func WriteAgg(w io.Writer, a *Aggregation) error {
 			return err
 		}
 		b.WriteString("\n")
+		// -x aggpercpu: each CPU's part, after the total.
+		for _, pc := range r.PerCPU {
+			b.WriteString("    [CPU " + strconv.Itoa(pc.CPU) + "]")
+			if err := a.writeValue(&b, &pc.Row); err != nil {
+				return err
+			}
+			b.WriteString("\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
