@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -444,8 +445,8 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	}
 	if len(call.Args) < nargs[0] || len(call.Args) > nargs[1] {
 		want := strconv.Itoa(nargs[0])
-		if nargs[1] > nargs[0] {
-			want = fmt.Sprintf("%d to %d", nargs[0], nargs[1])
+		if len(call.Args) > nargs[1] && nargs[1] > nargs[0] {
+			want = fmt.Sprintf("at most %d", nargs[1])
 		}
 		return nil, in.errorf(call.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s expected", call.Fn, len(call.Args), plural(len(call.Args)), want)
 	}
@@ -747,64 +748,103 @@ func selfPgid() int {
 }
 
 // aggParams checks and returns the constant parameters of lquantize and
-// llquantize, with DTrace's rules and messages.
+// llquantize, with DTrace's rules and messages (which number the
+// parameters from the one after the value).
 func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
-	consts := func(from, to int) ([]int64, error) {
-		var out []int64
-		for i := from; i < to && i < len(call.Args); i++ {
-			v, ok := in.ConstInt(call.Args[i])
-			if !ok {
-				return nil, in.errorf(call.Args[i].Start(), "D_AGG_PARAM", "%s( ) argument #%d must be a constant integer", call.Fn, i+1)
-			}
-			out = append(out, v)
+	param := func(n int, tag string) (int64, error) {
+		if n >= len(call.Args) {
+			return 0, nil
 		}
-		return out, nil
+		v, ok := in.ConstInt(call.Args[n])
+		if !ok {
+			return 0, in.errorf(call.Args[n].Start(), tag, "%s( ) argument #%d must be an integer constant", call.Fn, n)
+		}
+		return v, nil
 	}
 	switch call.Fn {
 	case "lquantize":
-		p, err := consts(1, 4)
+		base, err := param(1, "D_LQUANT_BASETYPE")
 		if err != nil {
 			return nil, err
 		}
-		base, limit, step := p[0], p[1], int64(1)
-		if len(p) > 2 {
-			step = p[2]
+		if base < math.MinInt32 || base > math.MaxInt32 {
+			return nil, in.errorf(call.Args[1].Start(), "D_LQUANT_BASEVAL", "lquantize( ) argument #1 must be a 32-bit quantity")
 		}
-		switch {
-		case base < -1<<31 || base >= 1<<31:
-			return nil, in.errorf(call.Args[1].Start(), "D_LQUANT_BASEVAL", "lquantize( ) argument #2 must be a 32-bit quantity")
-		case limit < -1<<31 || limit >= 1<<31:
-			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_LIMVAL", "lquantize( ) argument #3 must be a 32-bit quantity")
-		case limit <= base:
-			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_MISMATCH", "lquantize( ) lower bound (argument #2) must be less than upper bound (argument #3)")
-		case step <= 0 || step >= 1<<16:
-			return nil, in.errorf(call.Args[3].Start(), "D_LQUANT_STEPVAL", "lquantize( ) argument #4 must be a 16-bit quantity")
-		case (limit-base)/step >= 1<<16:
-			return nil, in.errorf(call.Pos, "D_LQUANT_STEPLARGE", "lquantize( ) step (argument #4) too large: must have at most %d levels", 1<<16-1)
-		case (limit-base)%step != 0 && (limit-base)/step == 0:
-			return nil, in.errorf(call.Pos, "D_LQUANT_STEPSMALL", "lquantize( ) step (argument #4) too large for range")
+		limit, err := param(2, "D_LQUANT_LIMTYPE")
+		if err != nil {
+			return nil, err
+		}
+		if limit < math.MinInt32 || limit > math.MaxInt32 {
+			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_LIMVAL", "lquantize( ) argument #2 must be a 32-bit quantity")
+		}
+		if limit < base {
+			return nil, in.errorf(call.Pos, "D_LQUANT_MISMATCH", "lquantize( ) base (argument #1) must be less than limit (argument #2)")
+		}
+		step := int64(1)
+		if len(call.Args) > 3 {
+			v, ok := in.ConstInt(call.Args[3])
+			if !ok || v <= 0 {
+				return nil, in.errorf(call.Args[3].Start(), "D_LQUANT_STEPTYPE", "lquantize( ) argument #3 must be a non-zero positive integer constant")
+			}
+			if v > math.MaxUint16 {
+				return nil, in.errorf(call.Args[3].Start(), "D_LQUANT_STEPVAL", "lquantize( ) argument #3 must be a 16-bit quantity")
+			}
+			step = v
+		}
+		levels := (limit - base) / step
+		if levels == 0 {
+			return nil, in.errorf(call.Pos, "D_LQUANT_STEPLARGE", "lquantize( ) step (argument #3) too large: must have at least one quantization level")
+		}
+		if levels > math.MaxUint16 {
+			return nil, in.errorf(call.Pos, "D_LQUANT_STEPSMALL", "lquantize( ) step (argument #3) too small: number of quantization levels must be a 16-bit quantity")
 		}
 		return []int64{base, limit, step}, nil
 	case "llquantize":
-		p, err := consts(1, 5)
+		factor, err := param(1, "D_LLQUANT_FACTORTYPE")
 		if err != nil {
 			return nil, err
 		}
-		factor, low, high, steps := p[0], p[1], p[2], p[3]
+		if factor > math.MaxUint16 || factor < 2 {
+			return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_FACTORVAL", "llquantize( ) argument #1 must be an unsigned 16-bit quantity greater than or equal to 2")
+		}
+		low, err := param(2, "D_LLQUANT_LMAGTYPE")
+		if err != nil {
+			return nil, err
+		}
+		if low < 0 || low > math.MaxUint16 {
+			return nil, in.errorf(call.Args[2].Start(), "D_LLQUANT_LMAGVAL", "llquantize( ) argument #2 must be an unsigned 16-bit quantity")
+		}
+		high, err := param(3, "D_LLQUANT_HMAGTYPE")
+		if err != nil {
+			return nil, err
+		}
 		switch {
-		case factor < 2 || factor >= 1<<16:
-			return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_FACTORVAL", "llquantize( ) argument #2 (factor) must be at least 2 and fit in 16 bits")
-		case low < 0 || low >= 1<<16:
-			return nil, in.errorf(call.Args[2].Start(), "D_LLQUANT_LOWVAL", "llquantize( ) argument #3 (low magnitude) must be a non-negative 16-bit quantity")
-		case high < low || high >= 1<<16:
-			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_HIGHVAL", "llquantize( ) argument #4 (high magnitude) must be at least argument #3 and fit in 16 bits")
-		case steps < 1 || steps >= 1<<16 || (steps%factor != 0 && factor%steps != 0):
-			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_NSTEPVAL", "llquantize( ) argument #5 (steps) must evenly divide or be divisible by the factor")
+		case high < 0 || high > math.MaxUint16:
+			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_HMAGVAL", "llquantize( ) argument #3 must be an unsigned 16-bit quantity")
+		case high < low:
+			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_HMAGVAL", "llquantize( ) argument #3 (high magnitude) must be at least argument #2 (low magnitude)")
+		case powOverflows(factor, high+1):
+			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_HMAGVAL", "llquantize( ) argument #3 (high magnitude) will cause overflow of 64 bits")
 		}
-		if ovf := powOverflows(factor, high+1); ovf {
-			return nil, in.errorf(call.Args[3].Start(), "D_LLQUANT_MAGTOOBIG", "llquantize( ) factor (argument #2) raised to the high magnitude (argument #4) + 1 overflows 64 bits")
+		steps, err := param(4, "D_LLQUANT_STEPTYPE")
+		if err != nil {
+			return nil, err
 		}
-		return p, nil
+		if steps <= 0 || steps > math.MaxUint16 {
+			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_STEPVAL", "llquantize( ) argument #4 must be an unsigned 16-bit quantity")
+		}
+		if steps < factor && factor%steps != 0 {
+			return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide argument #1 (factor) when steps<factor")
+		}
+		if steps > factor {
+			if steps%factor != 0 {
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must be a multiple of argument #1 (factor) when steps>factor")
+			}
+			if low == 0 && (factor*factor)%steps != 0 {
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide the square of argument #1 (factor) when steps>factor and lmag==0")
+			}
+		}
+		return []int64{factor, low, high, steps}, nil
 	}
 	return nil, nil
 }
