@@ -495,3 +495,17 @@ func TestAggPerCPU(t *testing.T) {
 		t.Errorf("stdout %q", r.stdout)
 	}
 }
+
+func TestAggregationDrops(t *testing.T) {
+	bpftest.Require(t)
+	// Room for four keys (16 bytes each in 64): two of six are dropped,
+	// and said to be.
+	r := dstar(t, 20*time.Second, "-q", "-x", "aggsize=64", "-n",
+		`BEGIN { @[1] = count(); @[2] = count(); @[3] = count(); @[4] = count(); @[5] = count(); @[6] = count(); exit(0); }`)
+	if !regexp.MustCompile(`^dstar: 2 aggregation drops on CPU \d+\n$`).MatchString(r.stderr) {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if n := strings.Count(r.stdout, "\n"); n != 5 {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}

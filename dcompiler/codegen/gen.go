@@ -316,7 +316,7 @@ func (g *gen) maps(stateSize int) {
 			spec.MaxEntries = 1
 		} else {
 			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
-			spec.MaxEntries = uint32(max(n, 1024))
+			spec.MaxEntries = uint32(max(n, 1))
 		}
 		g.out.Maps[l.Map] = spec
 	}
