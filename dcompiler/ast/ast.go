@@ -31,6 +31,32 @@ type Decl struct {
 	Name    string
 	Keys    []*TypeName // an associative array's key types
 	Init    Expr        // an inline's value
+	// Def is a struct, union or enum definition ("struct foo { ... };"),
+	// when the declaration is one.
+	Def *TypeDef
+}
+
+// TypeDef is the body of a struct, union or enum definition.
+type TypeDef struct {
+	Kind    string // "struct", "union" or "enum"
+	Name    string
+	Members []*Member2 // struct and union members
+	Items   []*EnumItem
+}
+
+// Member2 is a struct or union member: "TYPE NAME[LEN];".
+type Member2 struct {
+	Pos  source.Pos
+	Type *TypeName
+	Name string
+	Len  int // array length, 0 for none
+}
+
+// EnumItem is an enumerator, with its value when one is given.
+type EnumItem struct {
+	Pos   source.Pos
+	Name  string
+	Value Expr
 }
 
 // Pragma is a "#pragma D option name=value" line.

@@ -1,7 +1,10 @@
 package check
 
 import (
+	"strconv"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
@@ -17,6 +20,12 @@ type Inline struct {
 func (in *Info) decls() error {
 	for _, d := range in.Prog.Decls {
 		in.file = d.File
+		if d.Def != nil {
+			if err := in.typeDef(d); err != nil {
+				return err
+			}
+			continue
+		}
 		t, err := in.typeName(d.Type)
 		if err != nil {
 			return err
@@ -79,3 +88,50 @@ func (in *Info) defined(name string) bool {
 
 // InlineOf returns the inline constant called name, or nil.
 func (in *Info) InlineOf(name string) *Inline { return in.inlines[name] }
+
+// typeDef defines a struct, union or enum the program declares. An enum's
+// items become integer constants; its type is int.
+func (in *Info) typeDef(d *ast.Decl) error {
+	def := d.Def
+	full := def.Kind + " " + def.Name
+	if _, dup := in.typedefs[full]; dup {
+		return in.errorf(d.Pos, "D_DECL_TYPERED", "type redeclared: %s", full)
+	}
+	if def.Kind == "enum" {
+		next := int64(0)
+		for _, item := range def.Items {
+			if item.Value != nil {
+				v, ok := in.ConstInt(item.Value)
+				if !ok {
+					return in.errorf(item.Pos, "D_DECL_ENCONST", "enumerator '%s' must be assigned to an integral constant expression", item.Name)
+				}
+				next = v
+			}
+			if in.defined(item.Name) {
+				return in.errorf(item.Pos, "D_DECL_IDENTRED", "identifier redeclared: %s", item.Name)
+			}
+			in.inlines[item.Name] = &Inline{Name: item.Name, Type: types.IntT, Init: &ast.IntLit{Pos: item.Pos, Val: uint64(next), Text: strconv.FormatInt(next, 10)}}
+			next++
+		}
+		in.typedefs[full] = types.IntT
+		return nil
+	}
+	var fields []ktypes.Field
+	for _, m := range def.Members {
+		t, err := in.typeName(m.Type)
+		if err != nil {
+			return err
+		}
+		if t.IsString() {
+			// A string member is a char array of strsize.
+			t, m.Len = types.CharT, in.Opts.StrSize
+		}
+		fields = append(fields, ktypes.Field{Name: m.Name, Type: t, Len: m.Len})
+	}
+	t, err := ktypes.Define(def.Kind, def.Name, fields)
+	if err != nil {
+		return in.errorf(d.Pos, "D_DECL_TYPE", "%s: %v", full, err)
+	}
+	in.typedefs[full] = t
+	return nil
+}

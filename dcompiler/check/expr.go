@@ -79,6 +79,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.Kind == types.Struct {
+			return nil, in.errorf(e.Type.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
+		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
 			return nil, err
 		}
@@ -136,9 +139,7 @@ func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 		}
 		t = kt
 	}
-	if t.Kind == types.Struct && tn.Ptr == 0 {
-		return nil, in.errorf(tn.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
-	}
+
 	if t.Kind == types.String {
 		t = types.StringT(in.Opts.StrSize)
 	}
@@ -382,6 +383,9 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	}
 	return lt, nil
 }
+
+// TypeNamed resolves a type as written in a cast or sizeof.
+func (in *Info) TypeNamed(tn *ast.TypeName) (*types.Type, error) { return in.typeName(tn) }
 
 // lvalue types an assignable expression, declaring its variable with type
 // t on first assignment.
@@ -874,6 +878,13 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 	case *ast.Ident:
 		if il := in.inlines[e.Name]; il != nil && il.Type.IsInt() {
 			return in.ConstInt(il.Init)
+		}
+	case *ast.SizeofType:
+		if t, err := in.typeName(e.Type); err == nil {
+			if t.Kind == types.Pointer {
+				return 8, true
+			}
+			return int64(t.Size), true
 		}
 	case *ast.Unary:
 		x, ok := in.ConstInt(e.X)

@@ -72,11 +72,13 @@ func (pg *probeGen) expr(e ast.Expr) error {
 			pg.normalize(asm.R0, t.Size, t.Signed)
 		}
 	case *ast.SizeofType:
-		pg.emit(asm.Mov.Imm(asm.R0, int32(t.Size)))
-		tt, _ := types.Named(e.Type.Name)
-		size := 8
-		if tt != nil && e.Type.Ptr == 0 && tt.Kind == types.Int {
-			size = tt.Size
+		tt, err := pg.in.TypeNamed(e.Type)
+		if err != nil {
+			return err
+		}
+		size := tt.Size
+		if tt.Kind == types.Pointer {
+			size = 8
 		}
 		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
 	case *ast.Call:

@@ -141,3 +141,90 @@ func find(t btf.Type, name string) (int, btf.Member, bool) {
 	}
 	return 0, btf.Member{}, false
 }
+
+// Field is a member of a struct or union a D program defines.
+type Field struct {
+	Name string
+	Type *types.Type
+	Len  int // array length, 0 for none
+}
+
+// Define lays out a struct (or union) a D program defines, as C does:
+// each member aligned to its size (arrays to their element's, structs to
+// their widest member's), the whole padded to its alignment.
+func Define(kind, name string, fields []Field) (*types.Type, error) {
+	var members []btf.Member
+	off, align := 0, 1
+	for _, f := range fields {
+		bt, size, a, err := btfOf(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %v", f.Name, err)
+		}
+		if f.Len > 0 {
+			bt = &btf.Array{Index: &btf.Int{Name: "int", Size: 4}, Type: bt, Nelems: uint32(f.Len)}
+			size *= f.Len
+		}
+		align = max(align, a)
+		if kind == "union" {
+			members = append(members, btf.Member{Name: f.Name, Type: bt})
+			off = max(off, size)
+			continue
+		}
+		off = (off + a - 1) / a * a
+		members = append(members, btf.Member{Name: f.Name, Type: bt, Offset: btf.Bits(off * 8)})
+		off += size
+	}
+	size := (off + align - 1) / align * align
+	var bt btf.Type
+	if kind == "union" {
+		bt = &btf.Union{Name: name, Size: uint32(size), Members: members}
+	} else {
+		bt = &btf.Struct{Name: name, Size: uint32(size), Members: members}
+	}
+	return &types.Type{Kind: types.Struct, Size: size, Name: kind + " " + name, BTF: bt}, nil
+}
+
+// btfOf describes a D type in BTF, with its size and alignment.
+func btfOf(t *types.Type) (btf.Type, int, int, error) {
+	switch t.Kind {
+	case types.Int:
+		enc := btf.IntEncoding(0)
+		if t.Signed {
+			enc = btf.Signed
+		}
+		if t.Size == 1 {
+			enc |= btf.Char
+		}
+		return &btf.Int{Name: t.Name, Size: uint32(t.Size), Encoding: enc}, t.Size, t.Size, nil
+	case types.Pointer:
+		var target btf.Type = &btf.Void{}
+		if t.Elem != nil && t.Elem.Kind == types.Struct {
+			target, _ = t.Elem.BTF.(btf.Type)
+		} else if t.Elem != nil && t.Elem.Kind == types.Int {
+			target, _, _, _ = btfOf(t.Elem)
+		}
+		return &btf.Pointer{Target: target}, 8, 8, nil
+	case types.Struct:
+		bt, ok := t.BTF.(btf.Type)
+		if !ok {
+			return nil, 0, 0, fmt.Errorf("%s has no layout", t.Name)
+		}
+		a := 1
+		for _, m := range members(bt) {
+			if _, _, ma, err := btfOf(FromBTF(m.Type)); err == nil {
+				a = max(a, ma)
+			}
+		}
+		return bt, t.Size, a, nil
+	case types.Array:
+		if t.Elem == nil {
+			break
+		}
+		et, es, ea, err := btfOf(t.Elem)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return &btf.Array{Index: &btf.Int{Name: "int", Size: 4}, Type: et, Nelems: uint32(t.Len)}, es * t.Len, ea, nil
+	}
+	return nil, 0, 0, fmt.Errorf("type %s cannot be a member", t.Name)
+}

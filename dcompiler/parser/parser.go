@@ -85,6 +85,9 @@ typ:
 		return nil, err
 	}
 	d.Type = tn
+	if p.tok.Is("{") && tn.Ptr == 0 {
+		return p.typeDef(d)
+	}
 	if p.tok.Kind != lexer.Ident {
 		return nil, p.syntaxError()
 	}
@@ -138,6 +141,90 @@ typ:
 			p.typedefs = map[string]bool{}
 		}
 		p.typedefs[d.Name] = true
+	}
+	return d, nil
+}
+
+// typeDef parses the body of "struct NAME { ... };", "union NAME { ... };"
+// or "enum NAME { A, B = 2 };".
+func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
+	kind, name, ok := strings.Cut(d.Type.Name, " ")
+	if !ok || (kind != "struct" && kind != "union" && kind != "enum") {
+		return nil, p.syntaxError()
+	}
+	def := &ast.TypeDef{Kind: kind, Name: name}
+	d.Def = def
+	if err := p.next(); err != nil { // '{'
+		return nil, err
+	}
+	for !p.tok.Is("}") {
+		if kind == "enum" {
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
+			item := &ast.EnumItem{Pos: p.tok.Pos, Name: p.tok.Text}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Is("=") {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				v, err := p.cond()
+				if err != nil {
+					return nil, err
+				}
+				item.Value = v
+			}
+			def.Items = append(def.Items, item)
+			if p.tok.Is(",") {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			} else if !p.tok.Is("}") {
+				return nil, p.syntaxError()
+			}
+			continue
+		}
+		if !p.isType(p.tok) {
+			return nil, p.syntaxError()
+		}
+		mt, err := p.typeName()
+		if err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Name: p.tok.Text}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Is("[") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Kind != lexer.Int || p.tok.Val == 0 || p.tok.Val > 1<<20 {
+				return nil, p.syntaxError()
+			}
+			m.Len = int(p.tok.Val)
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if err := p.expect("]"); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		def.Members = append(def.Members, m)
+	}
+	if err := p.next(); err != nil { // '}'
+		return nil, err
+	}
+	if !p.tok.Is(";") {
+		return nil, p.syntaxError()
 	}
 	return d, nil
 }
