@@ -509,3 +509,33 @@ func TestAggregationDrops(t *testing.T) {
 		t.Errorf("stdout %q", r.stdout)
 	}
 }
+
+func TestInetNtoa(t *testing.T) {
+	bpftest.Require(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
+		sdt:sock::inet_sock_set_state /args->dport == %d/ {
+			printf("%%s\n", inet_ntoa(&((struct sock *)args->skaddr)->__sk_common.skc_daddr)); exit(0); }`, port))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "ready\n")
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if out.String() != "ready\n127.0.0.1\n\n" {
+		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+}

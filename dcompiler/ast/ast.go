@@ -212,6 +212,13 @@ type SizeofType struct {
 	Type *TypeName
 }
 
+// OffsetOf is offsetof(type, member).
+type OffsetOf struct {
+	Pos    source.Pos
+	Type   *TypeName
+	Member string
+}
+
 // Paren is (x), kept so errors and printing can see it.
 type Paren struct {
 	Pos source.Pos
@@ -234,3 +241,4 @@ func (e *Member) Start() source.Pos     { return e.X.Start() }
 func (e *Cast) Start() source.Pos       { return e.Pos }
 func (e *SizeofType) Start() source.Pos { return e.Pos }
 func (e *Paren) Start() source.Pos      { return e.Pos }
+func (e *OffsetOf) Start() source.Pos   { return e.Pos }

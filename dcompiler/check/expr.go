@@ -91,6 +91,11 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		return types.UlongT, nil
+	case *ast.OffsetOf:
+		if _, err := in.offsetOf(e); err != nil {
+			return nil, err
+		}
+		return types.UlongT, nil
 	}
 	return nil, in.errorf(e.Start(), "D_SYNTAX", "unsupported expression")
 }
@@ -302,6 +307,17 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires an operand of integral type", e.Op)
 		}
 		return types.Promote(t), nil
+	case "&":
+		m, ok := unparen(e.X).(*ast.Member)
+		if !ok || isArgsMember(m) {
+			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
+		}
+		if _, mt, err := in.KernelMember(m, env); err != nil {
+			return nil, err
+		} else if !mt.IsString() {
+			return &types.Type{Kind: types.Pointer, Size: 8, Name: mt.Name + " *", Elem: mt}, nil
+		}
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: "char *", Elem: types.CharT}, nil
 	case "*":
 		if t.Kind != types.Pointer || t.Elem == nil {
 			return nil, in.errorf(e.Pos, "D_DEREF_NONPTR", "cannot dereference non-pointer type")
@@ -879,6 +895,9 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 		if il := in.inlines[e.Name]; il != nil && il.Type.IsInt() {
 			return in.ConstInt(il.Init)
 		}
+	case *ast.OffsetOf:
+		off, err := in.offsetOf(e)
+		return int64(off), err == nil
 	case *ast.SizeofType:
 		if t, err := in.typeName(e.Type); err == nil {
 			if t.Kind == types.Pointer {
@@ -1002,4 +1021,30 @@ func PositionalArg(p *providers.Probe, n int) *providers.Arg {
 		return nil
 	}
 	return &p.Args[n]
+}
+
+// offsetOf resolves offsetof(struct X, member).
+func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
+	t, err := in.typeName(e.Type)
+	if err != nil {
+		return 0, err
+	}
+	if t.Kind != types.Struct {
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
+	}
+	off, _, err := ktypes.Member(t, e.Member)
+	if err != nil {
+		return 0, in.errorf(e.Pos, "D_UNKNOWN", "failed to determine offset of %s: Member name not found", e.Member)
+	}
+	return off, nil
+}
+
+// isArgsMember reports whether m is args->field or a self->/this->
+// variable rather than a member of a kernel struct.
+func isArgsMember(m *ast.Member) bool {
+	if _, ok := RefOf(m); ok {
+		return true
+	}
+	id, ok := m.X.(*ast.Ident)
+	return ok && id.Name == "args"
 }

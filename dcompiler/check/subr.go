@@ -46,6 +46,7 @@ var Subroutines = map[string]subr{
 	"rand":        {nil, 0, "int", "void"},
 	"speculation": {nil, 0, "int", "void"},
 	"getmajor":    {[]argKind{argInt}, 0, "int", "dev_t"},
+	"inet_ntoa":   {[]argKind{argInt}, 0, "string", "ipaddr_t *"},
 	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
 }
@@ -60,7 +61,7 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 		ok := t.IsString()
 		want := "string"
 		if sr.args[i] == argInt {
-			ok, want = t.IsInt(), "integer"
+			ok, want = t.IsScalar(), "integer"
 		}
 		if !ok {
 			return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, want, t)
@@ -69,8 +70,11 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 	switch sr.result {
 	case "string":
 		size := in.Opts.StrSize
-		if e.Fn == "lltostr" {
+		switch e.Fn {
+		case "lltostr":
 			size = 24
+		case "inet_ntoa":
+			size = 16
 		}
 		return types.StringT(size), nil
 	case "size_t":

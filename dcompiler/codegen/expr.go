@@ -71,6 +71,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if t.Kind == types.Int {
 			pg.normalize(asm.R0, t.Size, t.Signed)
 		}
+	case *ast.OffsetOf:
+		off, _ := pg.in.ConstInt(e)
+		pg.emit(asm.Mov.Imm(asm.R0, int32(off)))
 	case *ast.SizeofType:
 		tt, err := pg.in.TypeNamed(e.Type)
 		if err != nil {
@@ -178,6 +181,8 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 	switch e.Op {
 	case "++", "--":
 		return pg.incdec(e.X, e.Op, false)
+	case "&":
+		return pg.kernelAddr(unparenMember(e.X))
 	case "sizeof":
 		xt, err := pg.typeOf(e.X)
 		if err != nil {
@@ -538,4 +543,18 @@ func (pg *probeGen) arrayElem(e *ast.Index, f *providers.Arg, t *types.Type) err
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
 	pg.label(done)
 	return nil
+}
+
+// unparenMember strips parentheses from a member expression.
+func unparenMember(e ast.Expr) *ast.Member {
+	for {
+		switch x := e.(type) {
+		case *ast.Paren:
+			e = x.X
+		case *ast.Member:
+			return x
+		default:
+			return nil
+		}
+	}
 }

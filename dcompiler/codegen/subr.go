@@ -127,6 +127,8 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		return pg.pathPart(e, base, off, size)
 	case "lltostr":
 		return pg.lltostr(e, base, off, size)
+	case "inet_ntoa":
+		return pg.inetNtoa(e, base, off, size)
 	default:
 		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
 	}
@@ -409,5 +411,60 @@ func (pg *probeGen) searchBetween(last bool, s, n int, needle []byte, charSlot, 
 	pg.emit(asm.JSLT.Imm(asm.R0, int32(n), pg.labelNext("search_in")))
 	pg.emit(asm.Mov.Imm(asm.R0, -1))
 	pg.label(pg.lastLabel)
+	return nil
+}
+
+// inetNtoa formats the IPv4 address an ipaddr_t pointer points at as
+// dotted decimal.
+func (pg *probeGen) inetNtoa(e *ast.Call, base asm.Register, off, size int) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	addr := pg.allocScratch(8)
+	buf := pg.allocScratch(16)
+	pg.emit(asm.StoreMem(regState, int16(addr), asm.R0, asm.DWord))
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.addrOf(asm.R1, regState, addr)
+	pg.emit(asm.Mov.Imm(asm.R2, 4))
+	pg.call(asm.FnProbeReadKernel)
+	ok := pg.newLabel("ntoa_read")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
+	pg.emit(asm.Mov.Imm(asm.R1, 0)) // the address is gone: report 0
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(ok)
+	// R1 points at buf, R2 is where the next character goes.
+	pg.addrOf(asm.R1, regState, buf)
+	pg.emit(asm.Mov.Imm(asm.R2, 0))
+	put := func(r asm.Register) {
+		pg.emit(asm.Mov.Reg(asm.R5, asm.R1), asm.Add.Reg(asm.R5, asm.R2))
+		pg.emit(asm.StoreMem(asm.R5, 0, r, asm.Byte), asm.Add.Imm(asm.R2, 1))
+	}
+	for b := 0; b < 4; b++ {
+		pg.emit(asm.LoadMem(asm.R3, regState, int16(addr+b), asm.Byte))
+		two, one := pg.newLabel("ntoa_two"), pg.newLabel("ntoa_one")
+		pg.emit(asm.JLT.Imm(asm.R3, 100, two))
+		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 100), asm.Add.Imm(asm.R4, '0'))
+		put(asm.R4)
+		pg.emit(asm.Mod.Imm(asm.R3, 100))
+		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 10), asm.Add.Imm(asm.R4, '0'))
+		put(asm.R4)
+		pg.emit(asm.Mod.Imm(asm.R3, 10), asm.Ja.Label(one))
+		pg.label(two)
+		pg.emit(asm.JLT.Imm(asm.R3, 10, one))
+		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 10), asm.Add.Imm(asm.R4, '0'))
+		put(asm.R4)
+		pg.emit(asm.Mod.Imm(asm.R3, 10))
+		pg.label(one)
+		pg.emit(asm.Add.Imm(asm.R3, '0'))
+		put(asm.R3)
+		if b < 3 {
+			pg.emit(asm.Mov.Imm(asm.R4, '.'))
+			put(asm.R4)
+		}
+	}
+	pg.emit(asm.Mov.Imm(asm.R4, 0))
+	put(asm.R4)
+	pg.addrOf(asm.R3, regState, buf)
+	pg.copyFrom(base, off, size)
 	return nil
 }

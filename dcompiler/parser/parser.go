@@ -627,6 +627,9 @@ func (p *parser) unary() (ast.Expr, error) {
 	if t.Kind == lexer.Ident && (t.Text == "sizeof" || t.Text == "stringof") {
 		return p.sizeof()
 	}
+	if t.Kind == lexer.Ident && t.Text == "offsetof" {
+		return p.offsetof()
+	}
 	return p.postfix()
 }
 
@@ -658,6 +661,36 @@ func (p *parser) sizeof() (ast.Expr, error) {
 		return nil, err
 	}
 	return &ast.Unary{Pos: t.Pos, Op: t.Text, X: x}, nil
+}
+
+// offsetof parses "offsetof(TYPE, MEMBER)".
+func (p *parser) offsetof() (ast.Expr, error) {
+	e := &ast.OffsetOf{Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	if !p.isType(p.tok) {
+		return nil, p.syntaxError()
+	}
+	tn, err := p.typeName()
+	if err != nil {
+		return nil, err
+	}
+	e.Type = tn
+	if err := p.expect(","); err != nil {
+		return nil, err
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	e.Member = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	return e, p.expect(")")
 }
 
 // typeWords are the words that can start a type name.
