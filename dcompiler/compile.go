@@ -34,6 +34,7 @@ type Options struct {
 	AllowZero   bool // -Z
 	Destructive bool // -w
 	DefaultArgs bool
+	ArgRef      bool // -x argref: arguments need not all be referenced
 }
 
 // Program is a compiled D program.
@@ -55,11 +56,13 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
 		tree.Decls = append(tree.Decls, t.Decls...)
+		tree.Macros = append(tree.Macros, t.Macros...)
 	}
 	info, err := check.Check(tree, check.Options{
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
+		ArgRef: opts.ArgRef,
 	})
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ var options = map[string]optionKind{
 	"nspec": optInt, "specsize": optSize,
 	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
-	"version": optAny, "stdc": optUnsupported, "argref": optUnsupported,
+	"version": optAny, "stdc": optUnsupported, "argref": optBool,
 	"cpu": optUnsupported, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optUnsupported, "stackframes": optUnsupported, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,

@@ -311,6 +311,20 @@ func TestMacroArgs(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "macro argument $1 is not defined") {
 		t.Errorf("missing argument: exit %d, %q", r.code, r.stderr)
 	}
+	// DTrace refuses an argument nothing references, unless -x argref.
+	r = dstar(t, 20*time.Second, "-qs", script, "41", "word", "extra")
+	if r.code != 1 || !strings.Contains(r.stderr, "extraneous argument 'extra' ($3 is not referenced)") {
+		t.Errorf("extraneous argument: exit %d, %q", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-x", "argref", "-qs", script, "41", "word", "extra")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "42 word") {
+		t.Errorf("-x argref: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	// Macros expand inside probe descriptions too.
+	r = dstar(t, 20*time.Second, "-qn", `syscall::$1:entry /pid == $target/ { printf("%s", probefunc); exit(0); }`, "exit_group", "-c", "true")
+	if strings.TrimSpace(r.stdout) != "exit_group" || r.code != 0 {
+		t.Errorf("$1 in a description: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 }
 
 func TestGrabPid(t *testing.T) {

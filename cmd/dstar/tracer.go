@@ -305,7 +305,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
-		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"),
+		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 	})
 }
 

@@ -16,6 +16,7 @@ type Program struct {
 	Clauses []*Clause
 	Pragmas []*Pragma
 	Decls   []*Decl
+	Macros  []string // macro variables the expressions name ("1", "$2", "target")
 }
 
 // Decl is a declaration outside clauses: a variable with its type

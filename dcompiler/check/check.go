@@ -29,6 +29,7 @@ type Options struct {
 	AllowZero   bool     // -Z: descriptions may match no probes
 	Destructive bool     // -w
 	DefaultArgs bool     // -x defaultargs: missing $N are 0 / ""
+	ArgRef      bool     // -x argref: arguments need not all be referenced
 }
 
 // Info is what checking learns about a program.
@@ -122,6 +123,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			return nil, err
 		}
 	}
+	if err := in.argsReferenced(); err != nil {
+		return nil, err
+	}
 	if err := in.decls(); err != nil {
 		return nil, err
 	}
@@ -206,11 +210,92 @@ func (in *Info) pragma(p *ast.Pragma) error {
 	return nil
 }
 
+// argsReferenced applies DTrace's rule that the last macro argument given
+// must be referenced somewhere (unless -x argref): a forgotten argument is
+// usually a mistake.
+func (in *Info) argsReferenced() error {
+	last := len(in.Opts.Macros) - 1
+	if last < 1 || in.Opts.ArgRef {
+		return nil
+	}
+	want := strconv.Itoa(last)
+	refs := append([]string(nil), in.Prog.Macros...)
+	for _, c := range in.Prog.Clauses {
+		for _, d := range c.Descs {
+			refs = append(refs, descMacros(d.Text)...)
+		}
+	}
+	for _, r := range refs {
+		if strings.TrimPrefix(r, "$") == want {
+			return nil
+		}
+	}
+	f := in.Prog.Files[len(in.Prog.Files)-1]
+	in.file = f
+	return in.errorf(source.Pos(len(strings.TrimRight(f.Text, "\n"))), "D_MACRO_UNUSED",
+		"extraneous argument '%s' ($%d is not referenced)", in.Opts.Macros[last], last)
+}
+
+// descMacros returns the macro variables in a probe description's text,
+// named as the lexer names them (without the first '$').
+func descMacros(text string) []string {
+	var names []string
+	for i := 0; i < len(text); i++ {
+		if text[i] != '$' {
+			continue
+		}
+		j := i + 1
+		if j < len(text) && text[j] == '$' {
+			j++
+		}
+		for j < len(text) && isIdentByte(text[j]) {
+			j++
+		}
+		names = append(names, text[i+1:j])
+		i = j - 1
+	}
+	return names
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// expandDesc replaces the macro variables in a probe description with
+// their values, as DTrace's lexer does inside descriptions.
+func (in *Info) expandDesc(d *ast.ProbeDesc) (string, error) {
+	if !strings.Contains(d.Text, "$") {
+		return d.Text, nil
+	}
+	var b strings.Builder
+	text := d.Text
+	for _, name := range descMacros(text) {
+		i := strings.Index(text, "$"+name)
+		b.WriteString(text[:i])
+		text = text[i+1+len(name):]
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "$")); err == nil && n < len(in.Opts.Macros) {
+			b.WriteString(in.Opts.Macros[n]) // the argument's text, as typed
+			continue
+		}
+		v, s, isStr, err := in.Macro(&ast.MacroVar{Pos: d.Pos, Name: name})
+		if err != nil {
+			return "", err
+		}
+		if isStr {
+			b.WriteString(s)
+		} else {
+			b.WriteString(strconv.FormatInt(v, 10))
+		}
+	}
+	b.WriteString(text)
+	return b.String(), nil
+}
+
 // match expands macros in a description and finds its probes.
 func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
-	text := d.Text
-	if strings.Contains(text, "$target") {
-		text = strings.ReplaceAll(text, "$target", strconv.Itoa(in.Opts.Target))
+	text, err := in.expandDesc(d)
+	if err != nil {
+		return nil, err
 	}
 	desc, err := providers.ParseDesc(text)
 	if err != nil {

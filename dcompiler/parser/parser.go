@@ -20,6 +20,7 @@ func Parse(f *source.File) (*ast.Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	prog.Macros = p.macros
 	return prog, nil
 }
 
@@ -45,6 +46,7 @@ type parser struct {
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
 	typedefs map[string]bool // names typedef has declared
+	macros   []string        // macro variables named so far
 }
 
 // startsDecl reports whether a top-level word begins a declaration rather
@@ -845,6 +847,7 @@ func (p *parser) primary() (ast.Expr, error) {
 		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
 	case lexer.Macro:
 		x = &ast.MacroVar{Pos: t.Pos, Name: t.Text}
+		p.macros = append(p.macros, t.Text)
 	case lexer.Agg:
 		x = &ast.AggVar{Pos: t.Pos, Name: t.Text}
 	case lexer.Op:

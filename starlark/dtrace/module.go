@@ -123,7 +123,7 @@ func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, op
 		Providers: h.Registry, Macros: macros,
 		StrSize: size("strsize", 256), BufSize: size("bufsize", 4<<20),
 		AggSize: size("aggsize", 4<<20), DynVarSize: size("dynvarsize", 1<<20),
-		AllowZero: engine.OptionSet(opts, "zdefs"), DefaultArgs: engine.OptionSet(opts, "defaultargs"),
+		AllowZero: engine.OptionSet(opts, "zdefs"), DefaultArgs: engine.OptionSet(opts, "defaultargs"), ArgRef: engine.OptionSet(opts, "argref"),
 		Destructive: engine.OptionSet(opts, "destructive"),
 	})
 	if err != nil {
