@@ -553,3 +553,35 @@ func TestInetNtoa(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
 	}
 }
+
+// TestInetNtop formats addresses the target writes, read back with copyin:
+// RFC 5952 text for IPv6 (as inet_ntop(3) writes it), dotted quads for IPv4.
+func TestInetNtop(t *testing.T) {
+	bpftest.Require(t)
+	cases := []struct{ bytes, want string }{
+		{`\x20\x01\x0d\xb8\0\0\0\0\0\x01\0\0\0\0\0\x01`, "2001:db8::1:0:0:1"},
+		{`\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01`, "::1"},
+		{`\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0`, "::"},
+		{`\0\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0`, "1::"},
+		{`\0\0\0\0\0\0\0\0\0\0\xff\xff\x7f\0\0\x01`, "::ffff:127.0.0.1"},
+		{`\0\0\0\0\0\0\0\0\0\0\0\0\x0b\0\0\x01`, "::11.0.0.1"},
+		{`\xfe\x80\0\0\0\0\0\0\x02\x11\x22\xff\xfe\x33\x44\x55`, "fe80::211:22ff:fe33:4455"},
+		{`\x20\x01\x0d\xb8\0\0\0\x01\0\x01\0\x01\0\x01\0\0`, "2001:db8:0:1:1:1:1:0"},
+	}
+	var script, want strings.Builder
+	for _, c := range cases {
+		fmt.Fprintf(&script, "printf '%s' >/dev/null; ", c.bytes)
+		fmt.Fprintf(&want, "%s %s\n", c.want, c.want)
+	}
+	script.WriteString(`printf '\xc0\xa8\x01\xfe' >/dev/null`)
+	want.WriteString("192.168.1.254\n\n")
+	r := dstar(t, 30*time.Second, "-qn", `syscall::write:entry /pid == $target && arg2 == 16/ {
+		printf("%s %s\n", inet_ntop(AF_INET6, copyin(arg1, 16)), inet_ntoa6((struct in6_addr *)copyin(arg1, 16))); }
+	syscall::write:entry /pid == $target && arg2 == 4/ { printf("%s\n", inet_ntop(AF_INET, copyin(arg1, 4))); }`,
+		"-c", "bash -c "+shellQuote(script.String()))
+	if r.stdout != want.String() {
+		t.Errorf("got:\n%s\nwant:\n%s\nstderr: %s", r.stdout, want.String(), r.stderr)
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

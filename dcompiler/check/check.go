@@ -117,6 +117,10 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
 	}
+	// Address families, as DTrace's net.d library defines them.
+	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
+		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
+	}
 	for _, pr := range prog.Pragmas {
 		in.file = pr.File
 		if err := in.pragma(pr); err != nil {

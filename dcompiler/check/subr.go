@@ -47,6 +47,8 @@ var Subroutines = map[string]subr{
 	"speculation": {nil, 0, "int", "void"},
 	"getmajor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"inet_ntoa":   {[]argKind{argInt}, 0, "string", "ipaddr_t *"},
+	"inet_ntoa6":  {[]argKind{argInt}, 0, "string", "in6_addr_t *"},
+	"inet_ntop":   {[]argKind{argInt, argInt}, 0, "string", "int, void *"},
 	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
 }
@@ -75,6 +77,8 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 			size = 24
 		case "inet_ntoa":
 			size = 16
+		case "inet_ntoa6", "inet_ntop":
+			size = 48
 		}
 		return types.StringT(size), nil
 	case "size_t":

@@ -86,6 +86,7 @@ const (
 // DTrace's fault codes.
 const (
 	FaultBadAddr = 1
+	FaultIllOp   = 3
 	FaultDivZero = 4
 )
 

@@ -129,6 +129,10 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		return pg.lltostr(e, base, off, size)
 	case "inet_ntoa":
 		return pg.inetNtoa(e, base, off, size)
+	case "inet_ntoa6":
+		return pg.inetNtoa6(e, base, off, size)
+	case "inet_ntop":
+		return pg.inetNtop(e, base, off, size)
 	default:
 		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
 	}
@@ -420,51 +424,201 @@ func (pg *probeGen) inetNtoa(e *ast.Call, base asm.Register, off, size int) erro
 	if err := pg.expr(e.Args[0]); err != nil {
 		return err
 	}
-	addr := pg.allocScratch(8)
-	buf := pg.allocScratch(16)
-	pg.emit(asm.StoreMem(regState, int16(addr), asm.R0, asm.DWord))
+	f := pg.newAddrFormatter(4)
+	f.dotted(0)
+	f.finish(base, off, size)
+	return nil
+}
+
+// inetNtoa6 formats the IPv6 address an in6_addr pointer points at.
+func (pg *probeGen) inetNtoa6(e *ast.Call, base asm.Register, off, size int) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	f := pg.newAddrFormatter(16)
+	f.ipv6()
+	f.finish(base, off, size)
+	return nil
+}
+
+// inetNtop formats an address of family AF_INET or AF_INET6; any other
+// family is an illegal operation, as in DTrace.
+func (pg *probeGen) inetNtop(e *ast.Call, base asm.Register, off, size int) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	af := pg.allocScratch(8)
+	pg.emit(asm.StoreMem(regState, int16(af), asm.R0, asm.DWord))
+	if err := pg.expr(e.Args[1]); err != nil {
+		return err
+	}
+	v4, v6, done := pg.newLabel("ntop_v4"), pg.newLabel("ntop_v6"), pg.newLabel("ntop_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(af), asm.DWord))
+	pg.emit(asm.JEq.Imm(asm.R1, 2, v4), asm.JEq.Imm(asm.R1, 10, v6))
+	pg.emit(asm.Mov.Imm(asm.R1, 0))
+	pg.raise(FaultIllOp, asm.R1, false)
+	pg.label(v4)
+	f := pg.newAddrFormatter(4)
+	f.dotted(0)
+	f.finish(base, off, size)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(v6)
+	f = pg.newAddrFormatter(16)
+	f.ipv6()
+	f.finish(base, off, size)
+	pg.label(done)
+	return nil
+}
+
+// addrFormatter writes an address's text into a scratch buffer. The
+// write position lives in map memory so that the verifier sees it as a
+// bounded unknown: kept in a register, every path through the digit
+// branches would be a distinct state, and there are too many to verify.
+type addrFormatter struct {
+	pg            *probeGen
+	addr, buf, at int // scratch offsets: the address bytes, the text, the position
+}
+
+// newAddrFormatter reads n address bytes from the kernel address in R0.
+func (pg *probeGen) newAddrFormatter(n int) *addrFormatter {
+	f := &addrFormatter{pg: pg, addr: pg.allocScratch(16), buf: pg.allocScratch(64), at: pg.allocScratch(8)}
 	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	pg.addrOf(asm.R1, regState, addr)
-	pg.emit(asm.Mov.Imm(asm.R2, 4))
+	pg.addrOf(asm.R1, regState, f.addr)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
 	pg.call(asm.FnProbeReadKernel)
 	ok := pg.newLabel("ntoa_read")
 	pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
 	pg.emit(asm.Mov.Imm(asm.R1, 0)) // the address is gone: report 0
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(ok)
-	// R1 points at buf, R2 is where the next character goes.
-	pg.addrOf(asm.R1, regState, buf)
-	pg.emit(asm.Mov.Imm(asm.R2, 0))
-	put := func(r asm.Register) {
-		pg.emit(asm.Mov.Reg(asm.R5, asm.R1), asm.Add.Reg(asm.R5, asm.R2))
-		pg.emit(asm.StoreMem(asm.R5, 0, r, asm.Byte), asm.Add.Imm(asm.R2, 1))
-	}
-	for b := 0; b < 4; b++ {
-		pg.emit(asm.LoadMem(asm.R3, regState, int16(addr+b), asm.Byte))
+	pg.emit(storeImm(regState, int16(f.at), 0, asm.DWord))
+	return f
+}
+
+// put appends the byte in r (not R0 or R1, which it uses).
+func (f *addrFormatter) put(r asm.Register) {
+	pg := f.pg
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(f.at), asm.DWord), asm.And.Imm(asm.R0, 63))
+	pg.addrOf(asm.R1, regState, f.buf)
+	pg.emit(asm.Add.Reg(asm.R1, asm.R0), asm.StoreMem(asm.R1, 0, r, asm.Byte))
+	pg.emit(asm.Add.Imm(asm.R0, 1), asm.StoreMem(regState, int16(f.at), asm.R0, asm.DWord))
+}
+
+func (f *addrFormatter) putChar(c byte) {
+	f.pg.emit(asm.Mov.Imm(asm.R4, int32(c)))
+	f.put(asm.R4)
+}
+
+// dotted writes address bytes from..from+3 as a dotted quad.
+func (f *addrFormatter) dotted(from int) {
+	pg := f.pg
+	for b := from; b < from+4; b++ {
+		pg.emit(asm.LoadMem(asm.R3, regState, int16(f.addr+b), asm.Byte))
 		two, one := pg.newLabel("ntoa_two"), pg.newLabel("ntoa_one")
 		pg.emit(asm.JLT.Imm(asm.R3, 100, two))
 		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 100), asm.Add.Imm(asm.R4, '0'))
-		put(asm.R4)
+		f.put(asm.R4)
 		pg.emit(asm.Mod.Imm(asm.R3, 100))
 		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 10), asm.Add.Imm(asm.R4, '0'))
-		put(asm.R4)
+		f.put(asm.R4)
 		pg.emit(asm.Mod.Imm(asm.R3, 10), asm.Ja.Label(one))
 		pg.label(two)
 		pg.emit(asm.JLT.Imm(asm.R3, 10, one))
 		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Div.Imm(asm.R4, 10), asm.Add.Imm(asm.R4, '0'))
-		put(asm.R4)
+		f.put(asm.R4)
 		pg.emit(asm.Mod.Imm(asm.R3, 10))
 		pg.label(one)
 		pg.emit(asm.Add.Imm(asm.R3, '0'))
-		put(asm.R3)
-		if b < 3 {
-			pg.emit(asm.Mov.Imm(asm.R4, '.'))
-			put(asm.R4)
+		f.put(asm.R3)
+		if b < from+3 {
+			f.putChar('.')
 		}
 	}
-	pg.emit(asm.Mov.Imm(asm.R4, 0))
-	put(asm.R4)
-	pg.addrOf(asm.R3, regState, buf)
-	pg.copyFrom(base, off, size)
-	return nil
+}
+
+// word loads the big-endian 16-bit group i into R3.
+func (f *addrFormatter) word(i int) {
+	pg := f.pg
+	pg.emit(asm.LoadMem(asm.R3, regState, int16(f.addr+2*i), asm.Byte), asm.LSh.Imm(asm.R3, 8))
+	pg.emit(asm.LoadMem(asm.R4, regState, int16(f.addr+2*i+1), asm.Byte), asm.Or.Reg(asm.R3, asm.R4))
+}
+
+// ipv6 writes the 16 address bytes as RFC 5952 text: groups in hex
+// without leading zeros, the first longest run of two or more zero groups
+// as "::", and IPv4-mapped and -compatible addresses ending in a dotted
+// quad, as inet_ntop(3) writes them.
+func (f *addrFormatter) ipv6() {
+	pg := f.pg
+	run := pg.allocScratch(16) // the run's first group, then one past its last
+	// Find the run: R1 its start, R2 its length; R5 the current run's
+	// start, R0 its length.
+	pg.emit(asm.Mov.Imm(asm.R1, 99), asm.Mov.Imm(asm.R2, 0), asm.Mov.Imm(asm.R0, 0))
+	for i := 0; i < 8; i++ {
+		zero, next := pg.newLabel("v6_zero"), pg.newLabel("v6_next")
+		pg.emit(asm.LoadMem(asm.R3, regState, int16(f.addr+2*i), asm.Half))
+		pg.emit(asm.JEq.Imm(asm.R3, 0, zero), asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(next))
+		pg.label(zero)
+		cont := pg.newLabel("v6_cont")
+		pg.emit(asm.JNE.Imm(asm.R0, 0, cont), asm.Mov.Imm(asm.R5, int32(i)))
+		pg.label(cont)
+		pg.emit(asm.Add.Imm(asm.R0, 1), asm.JLE.Reg(asm.R0, asm.R2, next))
+		pg.emit(asm.Mov.Reg(asm.R2, asm.R0), asm.Mov.Reg(asm.R1, asm.R5))
+		pg.label(next)
+	}
+	long := pg.newLabel("v6_long")
+	pg.emit(asm.JGE.Imm(asm.R2, 2, long), asm.Mov.Imm(asm.R1, 99), asm.Mov.Imm(asm.R2, 0))
+	pg.label(long)
+	pg.emit(asm.StoreMem(regState, int16(run), asm.R1, asm.DWord))
+	pg.emit(asm.Add.Reg(asm.R2, asm.R1), asm.StoreMem(regState, int16(run+8), asm.R2, asm.DWord))
+	finished := pg.newLabel("v6_finished")
+	for i := 0; i < 8; i++ {
+		outside, next := pg.newLabel("v6_outside"), pg.newLabel("v6_group")
+		pg.emit(asm.LoadMem(asm.R2, regState, int16(run), asm.DWord))
+		pg.emit(asm.LoadMem(asm.R5, regState, int16(run+8), asm.DWord))
+		pg.emit(asm.JGT.Imm(asm.R2, int32(i), outside), asm.JLE.Imm(asm.R5, int32(i), outside))
+		pg.emit(asm.JNE.Imm(asm.R2, int32(i), next))
+		f.putChar(':')
+		pg.emit(asm.Ja.Label(next))
+		pg.label(outside)
+		if i > 0 {
+			f.putChar(':')
+		}
+		if i == 6 {
+			// ::ffff:a.b.c.d and ::a.b.c.d: the run is groups 0-4 with
+			// group 5 0xffff, or groups 0-5.
+			hex, quad := pg.newLabel("v6_hex"), pg.newLabel("v6_quad")
+			pg.emit(asm.JNE.Imm(asm.R2, 0, hex), asm.JEq.Imm(asm.R5, 6, quad), asm.JNE.Imm(asm.R5, 5, hex))
+			f.word(5)
+			pg.emit(asm.JNE.Imm(asm.R3, 0xffff, hex))
+			pg.label(quad)
+			f.dotted(12)
+			pg.emit(asm.Ja.Label(finished))
+			pg.label(hex)
+		}
+		f.word(i)
+		for k := 3; k >= 0; k-- {
+			skip, digit := pg.newLabel("v6_skip"), pg.newLabel("v6_digit")
+			if k > 0 {
+				pg.emit(asm.JLT.Imm(asm.R3, 1<<(4*k), skip))
+			}
+			pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.RSh.Imm(asm.R4, int32(4*k)), asm.And.Imm(asm.R4, 0xf))
+			pg.emit(asm.JLT.Imm(asm.R4, 10, digit), asm.Add.Imm(asm.R4, 'a'-'0'-10))
+			pg.label(digit)
+			pg.emit(asm.Add.Imm(asm.R4, '0'))
+			f.put(asm.R4)
+			pg.label(skip)
+		}
+		pg.label(next)
+	}
+	pg.emit(asm.LoadMem(asm.R5, regState, int16(run+8), asm.DWord))
+	pg.emit(asm.JNE.Imm(asm.R5, 8, finished))
+	f.putChar(':')
+	pg.label(finished)
+}
+
+// finish terminates the text and copies it to base+off.
+func (f *addrFormatter) finish(base asm.Register, off, size int) {
+	f.putChar(0)
+	f.pg.addrOf(asm.R3, regState, f.buf)
+	f.pg.copyFrom(base, off, size)
 }
