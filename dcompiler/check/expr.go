@@ -137,8 +137,13 @@ func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 		t, err = td, nil
 	}
 	if err != nil {
-		// Not one of D's own: one of the kernel's.
-		kt, kerr := ktypes.Lookup(tn.Name)
+		// Not one of D's own: one of the kernel's. DTrace's in6_addr_t
+		// is the kernel's struct in6_addr.
+		name := tn.Name
+		if name == "in6_addr_t" {
+			name = "struct in6_addr"
+		}
+		kt, kerr := ktypes.Lookup(name)
 		if kerr != nil {
 			return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "%v", kerr)
 		}

@@ -705,7 +705,7 @@ var typeWords = map[string]bool{
 	"intptr_t": true, "uintptr_t": true, "size_t": true, "ssize_t": true,
 	"pid_t": true, "uid_t": true, "gid_t": true, "id_t": true, "uchar_t": true,
 	"ushort_t": true, "uint_t": true, "ulong_t": true, "u_longlong_t": true,
-	"longlong_t": true,
+	"longlong_t": true, "ipaddr_t": true, "in_addr_t": true, "in6_addr_t": true,
 }
 
 // typeName parses base-type words and pointer stars.

@@ -116,7 +116,7 @@ func init() {
 	add(2, true, "short", "signed short", "short int", "signed short int", "int16_t")
 	add(2, false, "unsigned short", "unsigned short int", "uint16_t", "ushort_t")
 	add(4, true, "int", "signed int", "signed", "int32_t", "pid_t", "id_t")
-	add(4, false, "unsigned int", "unsigned", "uint32_t", "uint_t", "uid_t", "gid_t")
+	add(4, false, "unsigned int", "unsigned", "uint32_t", "uint_t", "uid_t", "gid_t", "ipaddr_t", "in_addr_t")
 	add(8, true, "long", "signed long", "long int", "signed long int", "long long", "signed long long", "long long int", "int64_t", "intptr_t", "ssize_t", "longlong_t")
 	add(8, false, "unsigned long", "unsigned long int", "unsigned long long", "unsigned long long int", "uint64_t", "uintptr_t", "size_t", "ulong_t", "u_longlong_t")
 	named["int"] = IntT
