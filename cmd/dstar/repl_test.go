@@ -234,7 +234,12 @@ func TestREPLTerminal(t *testing.T) {
 	scr.expect(t, "dstar> ")
 
 	// Ctrl-C at the prompt drops the line.
-	send("nosuch_name\x03")
+	// liner prints the prompt before it turns ISIG off, so a Ctrl-C sent
+	// at once could reach the tty driver as SIGINT; the echo of the line
+	// shows liner is reading.
+	send("nosuch_name")
+	scr.expect(t, "nosuch_name")
+	send("\x03")
 	scr.expect(t, "^C")
 	scr.expect(t, "dstar> ")
 
