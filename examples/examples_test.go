@@ -302,7 +302,9 @@ loop:
 			ours++
 		}
 	}
-	if ours == 0 || doc.Exits.Processes < ours {
+	// The test runs one /bin/true at a time, so at most the last one can
+	// exec inside the window and exit after it.
+	if ours == 0 || doc.Exits.Processes < ours-1 {
 		t.Errorf("%d execs of /bin/true by the test, %d exits:\n%s", ours, doc.Exits.Processes, s)
 	}
 	if doc.Duration != 0.5 || doc.Syscalls.Total <= 0 || len(doc.Syscalls.TopCalls) == 0 || len(doc.Syscalls.TopCalls) > 3 || len(doc.Syscalls.TopProcesses) > 3 {

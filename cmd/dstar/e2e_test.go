@@ -574,10 +574,11 @@ func TestInetNtop(t *testing.T) {
 		fmt.Fprintf(&want, "%s %s\n", c.want, c.want)
 	}
 	script.WriteString(`printf '\xc0\xa8\x01\xfe' >/dev/null`)
-	want.WriteString("192.168.1.254\n192.168.1.254\n\n")
+	want.WriteString("192.168.1.254\n192.168.1.254\n192.168.1.254\n\n")
 	r := dstar(t, 30*time.Second, "-qn", `syscall::write:entry /pid == $target && arg2 == 16/ {
 		printf("%s %s\n", inet_ntop(AF_INET6, copyin(arg1, 16)), inet_ntoa6((in6_addr_t *)copyin(arg1, 16))); }
-	syscall::write:entry /pid == $target && arg2 == 4/ { printf("%s\n", inet_ntop(AF_INET, copyin(arg1, 4))); printf("%s\n", inet_ntoa((ipaddr_t *)copyin(arg1, 4))); }`,
+	syscall::write:entry /pid == $target && arg2 == 4/ { printf("%s\n", inet_ntop(AF_INET, copyin(arg1, 4))); printf("%s\n", inet_ntoa((ipaddr_t *)copyin(arg1, 4)));
+		this->a = alloca(4); copyinto(arg1, 4, this->a); printf("%s\n", inet_ntoa((ipaddr_t *)this->a)); }`,
 		"-c", "bash -c "+shellQuote(script.String()))
 	if r.stdout != want.String() {
 		t.Errorf("got:\n%s\nwant:\n%s\nstderr: %s", r.stdout, want.String(), r.stderr)

@@ -196,7 +196,7 @@ func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate",
-		"system", "raise", "stop", "chill", "copyoutstr":
+		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -621,6 +621,31 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidPtr, nil
+	case "alloca":
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if n, ok := in.ConstInt(e.Args[0]); !ok || n <= 0 || n > 1024 {
+			return nil, in.errorf(e.Args[0].Start(), "D_ALLOCA_SIZE", "alloca( ) argument #1 must be a constant from 1 to 1024")
+		}
+		return types.VoidPtr, nil
+	case "bcopy", "copyinto":
+		if len(e.Args) != 3 {
+			return nil, protoLen(3)
+		}
+		size := 2 // bcopy(src, dest, size); copyinto(addr, size, dest)
+		if e.Fn == "copyinto" {
+			size = 1
+		}
+		for i, t := range argTypes {
+			if !t.IsScalar() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, map[bool]string{true: "size_t", false: "void *"}[i == size], t)
+			}
+		}
+		if n, ok := in.ConstInt(e.Args[size]); !ok || n <= 0 || n > 1024 {
+			return nil, in.errorf(e.Args[size].Start(), "D_COPY_SIZE", "%s( ) argument #%d must be a constant from 1 to 1024", e.Fn, size+1)
+		}
+		return types.VoidT, nil
 	case "setopt", "freopen", "ftruncate":
 		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
 		if len(e.Args) < want[0] || len(e.Args) > want[1] {

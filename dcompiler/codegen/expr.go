@@ -395,7 +395,7 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 	if t.Kind == types.Void {
 		if call, ok := e.(*ast.Call); ok {
 			switch call.Fn {
-			case "raise", "stop", "chill", "copyoutstr":
+			case "raise", "stop", "chill", "copyoutstr", "bcopy", "copyinto":
 				return pg.subrInt(call)
 			}
 			return pg.errorf(call.Pos, "%s( ) may not be used in an expression", call.Fn)

@@ -332,7 +332,8 @@ type probeGen struct {
 	depth       int // temporaries in use on the stack
 	scratch     int // scratch bytes in use by the current clause
 	scratchUsed int
-	actions     int // actions so far in the current clause
+	allocas     [][2]int // the current clause's alloca( ) scratch: [start, end)
+	actions     int      // actions so far in the current clause
 	record      *Record
 	recOff      int    // next free byte in the record
 	fault       string // where a fault in the current clause jumps
@@ -496,6 +497,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.clause = cl
 	pg.file = cl.File
 	pg.scratch = 0
+	pg.allocas = nil
 	pg.actions = 0
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")

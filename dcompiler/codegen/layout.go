@@ -39,7 +39,8 @@ const (
 	StFaultAddr   = 112
 	StFaultAction = 120
 	StDynDrops    = 128 // associative array and thread-local stores that found the map full
-	stLocals      = 136 // clause-locals, then scratch for keys, values and strings
+	stSelf        = 136 // the state's own address, stored to be read back as a number
+	stLocals      = 144 // clause-locals, then scratch for keys, values and strings
 )
 
 // The globals value.

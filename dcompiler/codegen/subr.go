@@ -212,6 +212,21 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.raise(FaultBadAddr, asm.R1, true)
 		pg.label(ok)
 		pg.addrOf(asm.R0, regState, buf)
+	case "alloca":
+		// Zeroed scratch: a read from address 0 fails and zero-fills.
+		n, _ := pg.in.ConstInt(e.Args[0])
+		buf := pg.allocScratch(int(n))
+		pg.allocas = append(pg.allocas, [2]int{buf, buf + int(n)})
+		pg.addrOf(asm.R1, regState, buf)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(n)), asm.Mov.Imm(asm.R3, 0))
+		pg.call(asm.FnProbeReadKernel)
+		pg.addrOf(asm.R0, regState, buf)
+	case "bcopy":
+		n, _ := pg.in.ConstInt(e.Args[2])
+		return pg.copyToAlloca(e, e.Args[0], e.Args[1], int(n), asm.FnProbeReadKernel)
+	case "copyinto":
+		n, _ := pg.in.ConstInt(e.Args[1])
+		return pg.copyToAlloca(e, e.Args[0], e.Args[2], int(n), asm.FnProbeReadUser)
 	case "raise", "stop":
 		// Signals go to the current process, from the kernel.
 		if e.Fn == "stop" {
@@ -621,4 +636,49 @@ func (f *addrFormatter) finish(base asm.Register, off, size int) {
 	f.putChar(0)
 	f.pg.addrOf(asm.R3, regState, f.buf)
 	f.pg.copyFrom(base, off, size)
+}
+
+// copyToAlloca copies n bytes from src to dest, which must lie in memory
+// the clause got from alloca( ): as in DTrace, anything else is an
+// invalid address. dest arrives as a number; it becomes a pointer the
+// verifier accepts as the state's address plus a checked offset.
+func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read asm.BuiltinFunc) error {
+	if len(pg.allocas) == 0 {
+		return pg.errorf(dest.Start(), "%s( ) destination must be memory from alloca( ) in the same clause", e.Fn)
+	}
+	lo, hi := pg.allocas[0][0], pg.allocas[0][1]
+	for _, a := range pg.allocas {
+		lo, hi = min(lo, a[0]), max(hi, a[1])
+	}
+	slots := pg.allocScratch(16) // src, then dest
+	if err := pg.expr(src); err != nil {
+		return err
+	}
+	pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
+	if err := pg.expr(dest); err != nil {
+		return err
+	}
+	// Through map memory, a pointer comes back as a plain number.
+	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
+	pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots+8), asm.DWord))
+	pg.emit(asm.LoadMem(asm.R1, regState, stSelf, asm.DWord))
+	pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
+	bad, ok := pg.newLabel("copy_bad_dest"), pg.newLabel("copy_dest_ok")
+	pg.emit(asm.JSLT.Imm(asm.R0, int32(lo), bad), asm.JSGT.Imm(asm.R0, int32(hi-n), bad), asm.Ja.Label(ok))
+	pg.label(bad)
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(ok)
+	pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0))
+	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
+	pg.call(read)
+	done := pg.newLabel("copy_done")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, done))
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(done)
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	return nil
 }
