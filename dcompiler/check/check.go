@@ -121,6 +121,7 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
+	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
 	for _, pr := range prog.Pragmas {
 		in.file = pr.File
 		if err := in.pragma(pr); err != nil {

@@ -196,7 +196,7 @@ func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate",
-		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto":
+		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -621,6 +621,18 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidPtr, nil
+	case "strtok":
+		// strtok(NULL, delim) goes on with the last string.
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		if n, ok := in.ConstInt(e.Args[0]); !(argTypes[0].IsString() || ok && n == 0) {
+			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "strtok( ) argument #1 is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", argTypes[0])
+		}
+		if !argTypes[1].IsString() {
+			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "strtok( ) argument #2 is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", argTypes[1])
+		}
+		return types.StringT(in.Opts.StrSize), nil
 	case "alloca":
 		if len(e.Args) != 1 {
 			return nil, protoLen(1)
@@ -922,7 +934,7 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 		v, _, isStr, err := in.Macro(e)
 		return v, err == nil && !isStr
 	case *ast.Ident:
-		if il := in.inlines[e.Name]; il != nil && il.Type.IsInt() {
+		if il := in.inlines[e.Name]; il != nil && (il.Type.IsInt() || il.Type.Kind == types.Pointer) {
 			return in.ConstInt(il.Init)
 		}
 	case *ast.OffsetOf:

@@ -333,6 +333,7 @@ type probeGen struct {
 	scratch     int // scratch bytes in use by the current clause
 	scratchUsed int
 	allocas     [][2]int // the current clause's alloca( ) scratch: [start, end)
+	strtok      int      // the current clause's strtok( ) string and position, or 0
 	actions     int      // actions so far in the current clause
 	record      *Record
 	recOff      int    // next free byte in the record
@@ -498,6 +499,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.file = cl.File
 	pg.scratch = 0
 	pg.allocas = nil
+	pg.strtok = 0
 	pg.actions = 0
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")

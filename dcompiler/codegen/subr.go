@@ -129,6 +129,8 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		return pg.lltostr(e, base, off, size)
 	case "inet_ntoa":
 		return pg.inetNtoa(e, base, off, size)
+	case "strtok":
+		return pg.strtokInto(e, base, off, size)
 	case "inet_ntoa6":
 		return pg.inetNtoa6(e, base, off, size)
 	case "inet_ntop":
@@ -680,5 +682,91 @@ func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read as
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(done)
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	return nil
+}
+
+// strtokInto generates strtok(s, delim): the next token of s, or with a
+// NULL s of the string an earlier strtok( ) of the clause started on.
+// The string and the position in it live in clause scratch; the
+// delimiters become a 256-bit set.
+func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) error {
+	S := pg.in.Opts.StrSize
+	_, isNull := pg.in.ConstInt(e.Args[0])
+	if isNull && pg.strtok == 0 {
+		pg.emit(storeImm(base, int16(off), 0, asm.Byte)) // nothing to go on with
+		return nil
+	}
+	if pg.strtok == 0 {
+		pg.strtok = pg.allocScratch(S + 8)
+	}
+	str, pos := pg.strtok, pg.strtok+S
+	delim, err := pg.strTemp(e.Args[1], S)
+	if err != nil {
+		return err
+	}
+	if !isNull {
+		if err := pg.strInto(e.Args[0], regState, str, S); err != nil {
+			return err
+		}
+		pg.emit(storeImm(regState, int16(pos), 0, asm.DWord))
+	}
+	set := pg.allocScratch(32)
+	for i := 0; i < 32; i += 8 {
+		pg.emit(storeImm(regState, int16(set+i), 0, asm.DWord))
+	}
+	// R5 = the state's address + set + c>>3; R4 = 1 << (c&7), for c in R3.
+	member := func() {
+		pg.emit(asm.Mov.Reg(asm.R5, asm.R3), asm.RSh.Imm(asm.R5, 3), asm.And.Imm(asm.R5, 31))
+		pg.emit(asm.Add.Reg(asm.R5, regState))
+		pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.And.Imm(asm.R4, 7))
+		pg.emit(asm.Mov.Imm(asm.R1, 1), asm.LSh.Reg(asm.R1, asm.R4), asm.Mov.Reg(asm.R4, asm.R1))
+	}
+	pg.loop(asm.R2, 0, int32(S), func(brk string) {
+		pg.addrOf(asm.R3, regState, delim)
+		pg.emit(asm.Add.Reg(asm.R3, asm.R2), asm.LoadMem(asm.R3, asm.R3, 0, asm.Byte))
+		pg.emit(asm.JEq.Imm(asm.R3, 0, brk))
+		member()
+		pg.emit(asm.LoadMem(asm.R1, asm.R5, int16(set), asm.Byte), asm.Or.Reg(asm.R1, asm.R4))
+		pg.emit(asm.StoreMem(asm.R5, int16(set), asm.R1, asm.Byte))
+	})
+	// char leaves the next character in R3 (0 past the end) and whether
+	// it is a delimiter in R1.
+	char := func() {
+		end, got := pg.newLabel("tok_end"), pg.newLabel("tok_char")
+		pg.emit(asm.Mov.Imm(asm.R3, 0), asm.Mov.Imm(asm.R1, 0))
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pos), asm.DWord))
+		pg.emit(asm.JGE.Imm(asm.R0, int32(S), end))
+		pg.addrOf(asm.R3, regState, str)
+		pg.emit(asm.Add.Reg(asm.R3, asm.R0), asm.LoadMem(asm.R3, asm.R3, 0, asm.Byte))
+		pg.emit(asm.JEq.Imm(asm.R3, 0, end))
+		member()
+		pg.emit(asm.LoadMem(asm.R1, asm.R5, int16(set), asm.Byte), asm.And.Reg(asm.R1, asm.R4))
+		pg.emit(asm.Ja.Label(got))
+		pg.label(end)
+		pg.label(got)
+	}
+	advance := func() {
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pos), asm.DWord), asm.Add.Imm(asm.R0, 1))
+		pg.emit(asm.StoreMem(regState, int16(pos), asm.R0, asm.DWord))
+	}
+	// Skip the delimiters before the token.
+	pg.loop(asm.R2, 0, int32(S), func(brk string) {
+		char()
+		pg.emit(asm.JEq.Imm(asm.R1, 0, brk))
+		advance()
+	})
+	// Copy the token.
+	tok := pg.allocScratch(S)
+	pg.emit(storeImm(regState, int16(tok), 0, asm.Byte))
+	pg.loop(asm.R2, 0, int32(S-1), func(brk string) {
+		char()
+		pg.emit(asm.JEq.Imm(asm.R3, 0, brk), asm.JNE.Imm(asm.R1, 0, brk))
+		pg.addrOf(asm.R1, regState, tok)
+		pg.emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R1, 0, asm.R3, asm.Byte))
+		pg.emit(storeImm(asm.R1, 1, 0, asm.Byte))
+		advance()
+	})
+	pg.addrOf(asm.R3, regState, tok)
+	pg.copyFrom(base, off, size)
 	return nil
 }
