@@ -196,7 +196,7 @@ func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate",
-		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok":
+		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok", "d_path":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -621,6 +621,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidPtr, nil
+	case "d_path":
+		return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "d_path( ) is not available: the kernel resolves paths (bpf_d_path) only for fentry and LSM programs, and dstar's probes are neither")
 	case "strtok":
 		// strtok(NULL, delim) goes on with the last string.
 		if len(e.Args) != 2 {
