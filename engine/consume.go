@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/engine/output"
@@ -78,6 +79,11 @@ func (e *Enabling) handle(raw []byte) {
 			if text.Len() == 0 {
 				continue
 			}
+		case codegen.ActPrint:
+			ev.Kind = KindTrace
+			v := act.Args[1]
+			// DTrace indents the value one past the header's width.
+			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+v.Size], len(output.ProbeHeader())))
 		case codegen.ActTraceMem:
 			ev.Kind = KindTrace
 			d := act.Args[0]
@@ -128,8 +134,8 @@ func (e *Enabling) handle(raw []byte) {
 // datum reads one recorded value.
 func datum(raw []byte, d codegen.Datum) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
-	if d.Type.Kind == types.Void {
-		return printf.Str(string(b)) // tracemem's bytes
+	if d.Type.Kind == types.Void || d.Type.Kind == types.Struct || d.Type.Kind == types.Array || len(b) < 8 {
+		return printf.Str(string(b)) // raw bytes: tracemem's, or the value print( ) shows
 	}
 	if d.Type.Kind == types.String {
 		if i := strings.IndexByte(string(b), 0); i >= 0 {

@@ -586,3 +586,36 @@ func TestInetNtop(t *testing.T) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestPrint prints a script-defined struct the target writes, in DTrace's
+// layout: the address, then one member to a line, zero members left out,
+// char arrays up to their NUL, enums by name.
+func TestPrint(t *testing.T) {
+	bpftest.Require(t)
+	script := filepath.Join(t.TempDir(), "print.d")
+	os.WriteFile(script, []byte(`#pragma D option quiet
+enum eh { FIRSTVAL = 0, SECONDVAL = 1, THIRDVAL = 3 };
+struct inner { void *e; uint64_t f; };
+struct test_struct { int a; char b[5]; long z; struct inner s; char g; enum eh h; };
+syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1, sizeof (struct test_struct))); exit(0); }
+`), 0o644)
+	bytes := `\x01\0\0\0test\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x7e\xca\x7a\x9b\xff\xff\xb1\x68\xde\x3a\0\0\0\0\x01\0\0\0\x01\0\0\0`
+	r := dstar(t, 30*time.Second, "-s", script, "-c", "bash -c "+shellQuote("printf '"+bytes+"' >/dev/null"))
+	pad := strings.Repeat(" ", 44)
+	want := pad + "(struct test_struct) {\n" +
+		pad + " .a = (int)1,\n" +
+		pad + " .b = (char [5]) [\n" +
+		pad + "  (char)'t',\n" + pad + "  (char)'e',\n" + pad + "  (char)'s',\n" + pad + "  (char)'t',\n" +
+		pad + " ],\n" +
+		pad + " .s = (struct inner) {\n" +
+		pad + "  .e = (void *)0xffff9b7aca7e0000,\n" +
+		pad + "  .f = (uint64_t)987654321,\n" +
+		pad + " },\n" +
+		pad + " .g = (char)1,\n" +
+		pad + " .h = (enum eh)SECONDVAL,\n" +
+		pad + "}\n\n"
+	addr, rest, _ := strings.Cut(r.stdout, "\n")
+	if !regexp.MustCompile(`^0x[0-9a-f]+ = \*$`).MatchString(addr) || rest != want {
+		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
+	}
+}

@@ -3,6 +3,8 @@ package check
 import (
 	"strconv"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/types"
@@ -98,6 +100,7 @@ func (in *Info) typeDef(d *ast.Decl) error {
 		return in.errorf(d.Pos, "D_DECL_TYPERED", "type redeclared: %s", full)
 	}
 	if def.Kind == "enum" {
+		enum := &btf.Enum{Name: def.Name, Size: 4, Signed: true}
 		next := int64(0)
 		for _, item := range def.Items {
 			if item.Value != nil {
@@ -111,9 +114,11 @@ func (in *Info) typeDef(d *ast.Decl) error {
 				return in.errorf(item.Pos, "D_DECL_IDENTRED", "identifier redeclared: %s", item.Name)
 			}
 			in.inlines[item.Name] = &Inline{Name: item.Name, Type: types.IntT, Init: &ast.IntLit{Pos: item.Pos, Val: uint64(next), Text: strconv.FormatInt(next, 10)}}
+			enum.Values = append(enum.Values, btf.EnumValue{Name: item.Name, Value: uint64(next)})
 			next++
 		}
-		in.typedefs[full] = types.IntT
+		// An int, which print( ) shows by its enumerators' names.
+		in.typedefs[full] = &types.Type{Kind: types.Int, Size: 4, Signed: true, Name: full, BTF: enum}
 		return nil
 	}
 	var fields []ktypes.Field

@@ -194,7 +194,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 
 func isAction(name string) bool {
 	switch name {
-	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "stringof", "speculate", "commit", "discard",
+	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate",
 		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok", "d_path":
 		return true
@@ -672,6 +672,21 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if e.Fn == "freopen" {
 			in.Destructive = true
+		}
+		return types.VoidT, nil
+	case "print":
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if argTypes[0].Kind != types.Pointer {
+			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "print( ) argument #1 is incompatible with prototype:\n\tprototype: void *\n\t argument: %s", argTypes[0])
+		}
+		if el := argTypes[0].Elem; el == nil || el.Size <= 0 || el.Kind == types.Void {
+			name := "void"
+			if el != nil {
+				name = el.Name
+			}
+			return nil, in.errorf(e.Args[0].Start(), "D_PRINT_SIZE", "print( ) argument #1 reference has type '%s' with size 0; cannot print( ) it.", name)
 		}
 		return types.VoidT, nil
 	case "tracemem":

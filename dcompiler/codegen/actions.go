@@ -10,10 +10,14 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
+// maxPrint bounds the bytes print( ) records: the start of a larger
+// value is printed.
+const maxPrint = 2048
+
 // isRecording reports whether call is a data-recording action.
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
-	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem",
+	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem", "print",
 		"setopt", "freopen", "ftruncate":
 		return true
 	}
@@ -78,6 +82,17 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActFreopen
 		case "ftruncate":
 			act.Kind = ActFtruncate
+		case "print":
+			// The address, then as much of what it points at as fits.
+			act.Kind = ActPrint
+			t, err := pg.in.TypeOf(args[0], pg.env)
+			if err != nil {
+				return nil, err
+			}
+			n := min(t.Elem.Size, maxPrint)
+			act.Args = append(act.Args, Datum{Off: rec.Size, Size: 8, Type: t}, Datum{Off: rec.Size + 8, Size: n, Type: t.Elem})
+			rec.Size += 8 + align8(n)
+			args = nil
 		case "tracemem":
 			act.Kind = ActTraceMem
 			n, _ := pg.in.ConstInt(args[1])
@@ -191,6 +206,18 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	act := pg.actionOf(call)
 	if act == nil {
 		return pg.errorf(call.Pos, "internal error: %s( ) has no record", call.Fn)
+	}
+	if call.Fn == "print" {
+		if err := pg.expr(call.Args[0]); err != nil {
+			return err
+		}
+		addr, val := act.Args[0], act.Args[1]
+		pg.emit(asm.StoreMem(regRecord, int16(addr.Off), asm.R0, asm.DWord))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		pg.addrOf(asm.R1, regRecord, val.Off)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(val.Size)))
+		pg.call(asm.FnProbeReadKernel) // on failure it zero-fills: nothing to print
+		return nil
 	}
 	if call.Fn == "tracemem" {
 		// Kernel memory, or the process's when that fails.

@@ -120,6 +120,7 @@ const (
 	ActSpeculate // marks the record; nothing to print
 	ActSystem    // the consumer runs the formatted command
 	ActTraceMem  // Args[0] holds the bytes read
+	ActPrint     // Args[0] holds the address, Args[1] the bytes there, typed
 	// Output actions the consumer carries out: Args hold their strings.
 	ActSetopt
 	ActFreopen

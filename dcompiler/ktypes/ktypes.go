@@ -188,6 +188,9 @@ func Define(kind, name string, fields []Field) (*types.Type, error) {
 func btfOf(t *types.Type) (btf.Type, int, int, error) {
 	switch t.Kind {
 	case types.Int:
+		if enum, ok := t.BTF.(*btf.Enum); ok {
+			return enum, t.Size, t.Size, nil
+		}
 		enc := btf.IntEncoding(0)
 		if t.Signed {
 			enc = btf.Signed
