@@ -555,7 +555,7 @@ func isIdentifier(s string) bool {
 // Format parses and checks a printf format against its argument types,
 // with DTrace's messages and tags.
 func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, error) {
-	lit, ok := unparen(call.Args[0]).(*ast.StrLit)
+	lit, ok := Unparen(call.Args[0]).(*ast.StrLit)
 	if !ok {
 		return nil, in.errorf(call.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", call.Fn, "expression")
 	}
@@ -598,7 +598,8 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 	return out
 }
 
-func unparen(e ast.Expr) ast.Expr {
+// Unparen strips the parentheses around an expression.
+func Unparen(e ast.Expr) ast.Expr {
 	for {
 		p, ok := e.(*ast.Paren)
 		if !ok {

@@ -214,14 +214,14 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 	args := e.Args
 	var format *ast.StrLit
 	if e.Fn == "printa" && len(args) > 0 {
-		if lit, ok := unparen(args[0]).(*ast.StrLit); ok {
+		if lit, ok := Unparen(args[0]).(*ast.StrLit); ok {
 			format = lit
 			args = args[1:]
 		}
 	}
 	nagg := 0
 	for i, a := range args {
-		av, ok := unparen(a).(*ast.AggVar)
+		av, ok := Unparen(a).(*ast.AggVar)
 		if !ok {
 			if e.Fn == "printa" || i == 0 {
 				return in.errorf(a.Start(), "D_"+strings.ToUpper(e.Fn)+"_AGGARG", "%s( ) argument #%d must be an aggregation", e.Fn, i+1+boolInt(format != nil))
@@ -313,7 +313,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		}
 		return types.Promote(t), nil
 	case "&":
-		m, ok := unparen(e.X).(*ast.Member)
+		m, ok := Unparen(e.X).(*ast.Member)
 		if !ok || isArgsMember(m) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
 		}
@@ -411,12 +411,15 @@ func (in *Info) TypeNamed(tn *ast.TypeName) (*types.Type, error) { return in.typ
 // lvalue types an assignable expression, declaring its variable with type
 // t on first assignment.
 func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error) {
-	if id, isID := unparen(x).(*ast.Ident); isID && in.inlines[id.Name] != nil {
+	if id, isID := Unparen(x).(*ast.Ident); isID && in.inlines[id.Name] != nil {
 		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
 	}
 	r, ok := RefOf(x)
 	if !ok {
-		if id, isID := unparen(x).(*ast.Ident); isID {
+		if mt, isMem, err := in.MemoryLvalue(x, env); isMem {
+			return mt, err
+		}
+		if id, isID := Unparen(x).(*ast.Ident); isID {
 			if _, builtin := Builtins[id.Name]; builtin || ArgIndex(id.Name) >= 0 {
 				return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
 			}
@@ -460,7 +463,7 @@ func AggKeys(x ast.Expr) []ast.Expr {
 }
 
 func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type, error) {
-	call, ok := unparen(e.RHS).(*ast.Call)
+	call, ok := Unparen(e.RHS).(*ast.Call)
 	if e.Op != "=" || !ok {
 		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
 	}
@@ -1106,4 +1109,34 @@ func isArgsMember(m *ast.Member) bool {
 	}
 	id, ok := m.X.(*ast.Ident)
 	return ok && id.Name == "args"
+}
+
+// MemoryLvalue types an assignment's target in memory: p->m, s.m and *p
+// of integer or pointer type. Code generation checks at run time that the
+// memory is the clause's own, from alloca( ), as DTrace allows no other.
+func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
+	switch x := Unparen(x).(type) {
+	case *ast.Member:
+		if isArgsMember(x) {
+			return nil, false, nil
+		}
+		_, mt, err := in.KernelMember(x, env)
+		if err == nil && !mt.IsScalar() {
+			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
+		}
+		return mt, true, err
+	case *ast.Unary:
+		if x.Op != "*" {
+			return nil, false, nil
+		}
+		pt, err := in.TypeOf(x.X, env)
+		if err == nil && (pt.Kind != types.Pointer || pt.Elem == nil || !pt.Elem.IsScalar()) {
+			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return pt.Elem, true, nil
+	}
+	return nil, false, nil
 }

@@ -407,7 +407,10 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 // assign generates an assignment to a variable; R0 holds the value
 // assigned.
 func (pg *probeGen) assign(e *ast.Assign) error {
-	r, _ := check.RefOf(e.LHS)
+	r, ok := check.RefOf(e.LHS)
+	if !ok {
+		return pg.storeMemory(e)
+	}
 	v := pg.varOf(r)
 	if v.Type.IsString() {
 		if err := pg.storeRefStr(r, e.RHS); err != nil {

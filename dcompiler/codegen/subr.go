@@ -4,6 +4,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // This file generates D's subroutines. Strings are NUL-terminated buffers
@@ -645,12 +647,9 @@ func (f *addrFormatter) finish(base asm.Register, off, size int) {
 // invalid address. dest arrives as a number; it becomes a pointer the
 // verifier accepts as the state's address plus a checked offset.
 func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read asm.BuiltinFunc) error {
-	if len(pg.allocas) == 0 {
+	lo, hi, ok := pg.allocaRange()
+	if !ok {
 		return pg.errorf(dest.Start(), "%s( ) destination must be memory from alloca( ) in the same clause", e.Fn)
-	}
-	lo, hi := pg.allocas[0][0], pg.allocas[0][1]
-	for _, a := range pg.allocas {
-		lo, hi = min(lo, a[0]), max(hi, a[1])
 	}
 	slots := pg.allocScratch(16) // src, then dest
 	if err := pg.expr(src); err != nil {
@@ -660,19 +659,8 @@ func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read as
 	if err := pg.expr(dest); err != nil {
 		return err
 	}
-	// Through map memory, a pointer comes back as a plain number.
 	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
-	pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
-	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots+8), asm.DWord))
-	pg.emit(asm.LoadMem(asm.R1, regState, stSelf, asm.DWord))
-	pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
-	bad, ok := pg.newLabel("copy_bad_dest"), pg.newLabel("copy_dest_ok")
-	pg.emit(asm.JSLT.Imm(asm.R0, int32(lo), bad), asm.JSGT.Imm(asm.R0, int32(hi-n), bad), asm.Ja.Label(ok))
-	pg.label(bad)
-	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
-	pg.raise(FaultBadAddr, asm.R1, true)
-	pg.label(ok)
-	pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0))
+	pg.allocaPtr(slots+8, n, lo, hi)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
 	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
 	pg.call(read)
@@ -768,5 +756,75 @@ func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) er
 	})
 	pg.addrOf(asm.R3, regState, tok)
 	pg.copyFrom(base, off, size)
+	return nil
+}
+
+// allocaRange returns the scratch the clause's alloca( )s gave so far.
+func (pg *probeGen) allocaRange() (lo, hi int, ok bool) {
+	if len(pg.allocas) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = pg.allocas[0][0], pg.allocas[0][1]
+	for _, a := range pg.allocas {
+		lo, hi = min(lo, a[0]), max(hi, a[1])
+	}
+	return lo, hi, true
+}
+
+// allocaPtr turns the address stored at state+slot into a pointer for n
+// bytes in alloca memory [lo, hi), left in R1: the state's address plus
+// a checked offset, which the verifier accepts. Any other address is an
+// invalid address fault. Through map memory a pointer comes back as a
+// plain number, which is how the state's own address is had.
+func (pg *probeGen) allocaPtr(slot, n, lo, hi int) {
+	pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(slot), asm.DWord))
+	pg.emit(asm.LoadMem(asm.R1, regState, stSelf, asm.DWord))
+	pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
+	bad, ok := pg.newLabel("alloca_bad"), pg.newLabel("alloca_ok")
+	pg.emit(asm.JSLT.Imm(asm.R0, int32(lo), bad), asm.JSGT.Imm(asm.R0, int32(hi-n), bad), asm.Ja.Label(ok))
+	pg.label(bad)
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slot), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(ok)
+	pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0))
+}
+
+// storeMemory generates p->m = v, s.m = v and *p = v, into memory the
+// clause has from alloca( ); R0 is the value stored.
+func (pg *probeGen) storeMemory(e *ast.Assign) error {
+	t, _, err := pg.in.MemoryLvalue(e.LHS, pg.env)
+	if err != nil {
+		return err
+	}
+	if e.Op != "=" {
+		return pg.errorf(e.Pos, "operator %s on memory is not supported yet: use =", e.Op)
+	}
+	lo, hi, ok := pg.allocaRange()
+	if !ok {
+		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause")
+	}
+	size := t.Size
+	if t.Kind == types.Pointer {
+		size = 8
+	}
+	slots := pg.allocScratch(16) // the value, then the address
+	if err := pg.expr(e.RHS); err != nil {
+		return err
+	}
+	pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
+	switch x := check.Unparen(e.LHS).(type) {
+	case *ast.Member:
+		err = pg.kernelAddr(x)
+	case *ast.Unary:
+		err = pg.expr(x.X)
+	}
+	if err != nil {
+		return err
+	}
+	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
+	pg.allocaPtr(slots+8, size, lo, hi)
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
+	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
 	return nil
 }
