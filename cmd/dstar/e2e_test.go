@@ -618,4 +618,16 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 	if !regexp.MustCompile(`^0x[0-9a-f]+ = \*$`).MatchString(addr) || rest != want {
 		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
 	}
+
+	// Anonymous members, filled by assignments through the pointer.
+	r = dstar(t, 30*time.Second, "-qn", `struct ts { int a; char b[5]; union { uint8_t c; uint64_t d; } u; struct { void *e; uint64_t f; } s; };
+		BEGIN { t = (struct ts *)alloca(sizeof (struct ts)); t->u.d = 123456789; t->s.f = 987654321; print(t); exit(0); }`)
+	want = pad + "(struct ts) {\n" +
+		pad + " .b = (char [5]) [\n" + pad + " ],\n" +
+		pad + " .u = (union) {\n" + pad + "  .c = (unsigned char)21,\n" + pad + "  .d = (uint64_t)123456789,\n" + pad + " },\n" +
+		pad + " .s = (struct) {\n" + pad + "  .f = (uint64_t)987654321,\n" + pad + " },\n" +
+		pad + "}\n\n"
+	if _, rest, _ := strings.Cut(r.stdout, "\n"); rest != want {
+		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
+	}
 }

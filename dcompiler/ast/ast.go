@@ -39,6 +39,7 @@ type Decl struct {
 
 // TypeDef is the body of a struct, union or enum definition.
 type TypeDef struct {
+	Pos     source.Pos
 	Kind    string // "struct", "union" or "enum"
 	Name    string
 	Members []*Member2 // struct and union members
@@ -49,6 +50,7 @@ type TypeDef struct {
 type Member2 struct {
 	Pos  source.Pos
 	Type *TypeName
+	Def  *TypeDef // an anonymous struct or union defined in place, or nil
 	Name string
 	Len  int // array length, 0 for none
 }

@@ -121,11 +121,28 @@ func (in *Info) typeDef(d *ast.Decl) error {
 		in.typedefs[full] = &types.Type{Kind: types.Int, Size: 4, Signed: true, Name: full, BTF: enum}
 		return nil
 	}
+	t, err := in.layout(def)
+	if err != nil {
+		return err
+	}
+	in.typedefs[full] = t
+	return nil
+}
+
+// layout lays out a struct or union definition; a member may be an
+// anonymous struct or union defined in place.
+func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 	var fields []ktypes.Field
 	for _, m := range def.Members {
-		t, err := in.typeName(m.Type)
+		var t *types.Type
+		var err error
+		if m.Def != nil {
+			t, err = in.layout(m.Def)
+		} else {
+			t, err = in.typeName(m.Type)
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if t.IsString() {
 			// A string member is a char array of strsize.
@@ -135,8 +152,7 @@ func (in *Info) typeDef(d *ast.Decl) error {
 	}
 	t, err := ktypes.Define(def.Kind, def.Name, fields)
 	if err != nil {
-		return in.errorf(d.Pos, "D_DECL_TYPE", "%s: %v", full, err)
+		return nil, in.errorf(def.Pos, "D_DECL_TYPE", "%s %s: %v", def.Kind, def.Name, err)
 	}
-	in.typedefs[full] = t
-	return nil
+	return t, nil
 }

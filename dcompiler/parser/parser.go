@@ -154,8 +154,21 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 	if !ok || (kind != "struct" && kind != "union" && kind != "enum") {
 		return nil, p.syntaxError()
 	}
-	def := &ast.TypeDef{Kind: kind, Name: name}
+	def, err := p.typeBody(kind, name, d.Pos)
+	if err != nil {
+		return nil, err
+	}
 	d.Def = def
+	if !p.tok.Is(";") {
+		return nil, p.syntaxError()
+	}
+	return d, nil
+}
+
+// typeBody parses "{ members }" or "{ enumerators }", stopping after the
+// closing brace.
+func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, error) {
+	def := &ast.TypeDef{Pos: pos, Kind: kind, Name: name}
 	if err := p.next(); err != nil { // '{'
 		return nil, err
 	}
@@ -191,14 +204,45 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if !p.isType(p.tok) {
 			return nil, p.syntaxError()
 		}
-		mt, err := p.typeName()
-		if err != nil {
-			return nil, err
+		var inner *ast.TypeDef
+		var mt *ast.TypeName
+		if (p.tok.Text == "struct" || p.tok.Text == "union") && p.tok.Kind == lexer.Ident {
+			// "struct NAME *x;" or an anonymous "union { ... } x;".
+			kw, at := p.tok.Text, p.tok.Pos
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Is("{") {
+				var err error
+				if inner, err = p.typeBody(kw, "", at); err != nil {
+					return nil, err
+				}
+				mt = &ast.TypeName{Pos: at, Name: kw}
+			} else {
+				if p.tok.Kind != lexer.Ident {
+					return nil, p.syntaxError()
+				}
+				mt = &ast.TypeName{Pos: at, Name: kw + " " + p.tok.Text}
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				for p.tok.Is("*") {
+					mt.Ptr++
+					if err := p.next(); err != nil {
+						return nil, err
+					}
+				}
+			}
+		} else {
+			var err error
+			if mt, err = p.typeName(); err != nil {
+				return nil, err
+			}
 		}
 		if p.tok.Kind != lexer.Ident {
 			return nil, p.syntaxError()
 		}
-		m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Name: p.tok.Text}
+		m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
 		if err := p.next(); err != nil {
 			return nil, err
 		}
@@ -225,10 +269,7 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 	if err := p.next(); err != nil { // '}'
 		return nil, err
 	}
-	if !p.tok.Is(";") {
-		return nil, p.syntaxError()
-	}
-	return d, nil
+	return def, nil
 }
 
 // isType reports whether t starts a type name.
