@@ -753,6 +753,12 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	if a, ok := e.X.(*ast.AggVar); ok {
 		return nil, in.errorf(a.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function", a.Name)
 	}
+	if _, at, err := in.MemberArray(e, env); at != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return at.Elem, nil
+	}
 	return nil, in.errorf(e.Pos, "D_IDX_UNSUP", "associative arrays are not yet supported")
 }
 
@@ -1022,9 +1028,9 @@ func (in *Info) ArrayField(e *ast.Index, env *Env) (*providers.Arg, *types.Type)
 	return f, types.FromC(f.Type, size, f.Signed)
 }
 
-// KernelMember types x->name and x.name on kernel structs and unions: the
-// member's offset and its D type. A char array reads as a string.
-func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) {
+// MemberOffset resolves x->name and x.name on structs and unions: the
+// member's offset and its type, whatever it is.
+func (in *Info) MemberOffset(e *ast.Member, env *Env) (int, *types.Type, error) {
 	xt, err := in.TypeOf(e.X, env)
 	if err != nil {
 		return 0, nil, err
@@ -1041,6 +1047,16 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 	off, mt, err := ktypes.Member(st, e.Name)
 	if err != nil {
 		return 0, nil, in.errorf(e.Pos, "D_MEMBER_NAME", "%v", err)
+	}
+	return off, mt, nil
+}
+
+// KernelMember types x->name and x.name as values: a char array reads
+// as a string; other arrays cannot be read whole.
+func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) {
+	off, mt, err := in.MemberOffset(e, env)
+	if err != nil {
+		return 0, nil, err
 	}
 	if mt.IsCharArray() {
 		return off, types.StringT(mt.Len + 1), nil
@@ -1125,6 +1141,15 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
 		}
 		return mt, true, err
+	case *ast.Index:
+		_, at, err := in.MemberArray(x, env)
+		if at == nil && err == nil {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return at.Elem, true, nil
 	case *ast.Unary:
 		if x.Op != "*" {
 			return nil, false, nil
@@ -1139,4 +1164,43 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 		return pt.Elem, true, nil
 	}
 	return nil, false, nil
+}
+
+// MemberArray types x->m[i] and x.m[i] where m is an array member of a
+// struct or union (char arrays included): it returns m's offset and its
+// array type, or a nil type when e is not such an index.
+func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
+	m, ok := e.X.(*ast.Member)
+	if !ok || isArgsMember(m) {
+		return 0, nil, nil
+	}
+	xt, err := in.TypeOf(m.X, env)
+	if err != nil {
+		return 0, nil, err
+	}
+	st := xt
+	if m.Arrow && xt.Kind == types.Pointer && xt.Elem != nil {
+		st = xt.Elem
+	}
+	if st.Kind != types.Struct {
+		return 0, nil, nil
+	}
+	off, mt, err := ktypes.Member(st, m.Name)
+	if err != nil || mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
+		return 0, nil, nil
+	}
+	if len(e.Keys) != 1 {
+		return 0, nil, in.errorf(e.Pos, "D_IDX_ARGS", "%s takes one index", m.Name)
+	}
+	kt, err := in.TypeOf(e.Keys[0], env)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !kt.IsInt() {
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of %s must be an integer", m.Name)
+	}
+	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
+	}
+	return off, mt, nil
 }

@@ -109,6 +109,12 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
+		if _, at, _ := pg.in.MemberArray(e, pg.env); at != nil {
+			if err := pg.memberElemAddr(e); err != nil {
+				return err
+			}
+			return pg.readKernel(t)
+		}
 		return pg.errorf(e.Start(), "expression is not supported here")
 	default:
 		return pg.errorf(e.Start(), "expression is not supported here")

@@ -10,7 +10,7 @@ import (
 // kernelAddr leaves in R0 the address of a kernel struct member: for
 // x->m the pointer x plus m's offset, for x.m the address of x plus it.
 func (pg *probeGen) kernelAddr(e *ast.Member) error {
-	off, _, err := pg.in.KernelMember(e, pg.env)
+	off, _, err := pg.in.MemberOffset(e, pg.env)
 	if err != nil {
 		return err
 	}
@@ -75,5 +75,28 @@ func (pg *probeGen) kernelString(e *ast.Member, base asm.Register, off, size int
 	}
 	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	pg.readStr(base, off, min(size, t.Size), asm.FnProbeReadKernelStr)
+	return nil
+}
+
+// memberElemAddr leaves in R0 the address of x->m[i]: m's address plus i
+// elements. Reads of it are safe; stores are checked against alloca
+// memory.
+func (pg *probeGen) memberElemAddr(e *ast.Index) error {
+	_, at, err := pg.in.MemberArray(e, pg.env)
+	if err != nil {
+		return err
+	}
+	if err := pg.kernelAddr(e.X.(*ast.Member)); err != nil {
+		return err
+	}
+	if _, err := pg.push(); err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	if err := pg.expr(e.Keys[0]); err != nil {
+		return err
+	}
+	pg.emit(asm.Mul.Imm(asm.R0, int32(at.Elem.Size)))
+	pg.pop(asm.R1)
+	pg.emit(asm.Add.Reg(asm.R0, asm.R1))
 	return nil
 }

@@ -818,6 +818,8 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		err = pg.kernelAddr(x)
 	case *ast.Unary:
 		err = pg.expr(x.X)
+	case *ast.Index:
+		err = pg.memberElemAddr(x)
 	}
 	if err != nil {
 		return err
