@@ -797,9 +797,6 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	if err != nil {
 		return err
 	}
-	if e.Op != "=" {
-		return pg.errorf(e.Pos, "operator %s on memory is not supported yet: use =", e.Op)
-	}
 	lo, hi, ok := pg.allocaRange()
 	if !ok {
 		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause")
@@ -826,6 +823,23 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
 	pg.allocaPtr(slots+8, size, lo, hi)
+	if e.Op != "=" {
+		// v op= x: the old value, then the operation, kept in the slot.
+		pg.emit(asm.LoadMem(asm.R0, asm.R1, 0, sizeOf(size)))
+		if t.Kind == types.Int {
+			pg.normalize(asm.R0, size, t.Signed)
+		}
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(slots), asm.DWord))
+		rt, err := pg.typeOf(e.RHS)
+		if err != nil {
+			return err
+		}
+		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(t, rt), e); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
+		pg.allocaPtr(slots+8, size, lo, hi)
+	}
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
 	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
 	return nil
