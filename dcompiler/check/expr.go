@@ -415,6 +415,9 @@ func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error)
 		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
 	}
 	r, ok := RefOf(x)
+	if ix, isIdx := Unparen(x).(*ast.Index); isIdx && in.PointerIndex(ix, env) != nil {
+		ok = false
+	}
 	if !ok {
 		if mt, isMem, err := in.MemoryLvalue(x, env); isMem {
 			return mt, err
@@ -728,6 +731,19 @@ func plural(n int) string {
 }
 
 func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
+	if et := in.PointerIndex(e, env); et != nil {
+		if len(e.Keys) != 1 {
+			return nil, in.errorf(e.Pos, "D_IDX_ARGS", "a pointer takes one index")
+		}
+		kt, err := in.TypeOf(e.Keys[0], env)
+		if err != nil {
+			return nil, err
+		}
+		if !kt.IsInt() {
+			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of a pointer must be an integer")
+		}
+		return et, nil
+	}
 	if r, ok := RefOf(e); ok {
 		return in.refType(r, env)
 	}
@@ -1142,6 +1158,10 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 		}
 		return mt, true, err
 	case *ast.Index:
+		if et := in.PointerIndex(x, env); et != nil {
+			_, err := in.indexType(x, env)
+			return et, true, err
+		}
 		_, at, err := in.MemberArray(x, env)
 		if at == nil && err == nil {
 			return nil, false, nil
@@ -1203,4 +1223,31 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
 	}
 	return off, mt, nil
+}
+
+// PointerIndex returns the element type of p[i] when p is a pointer to a
+// scalar (a variable of pointer type, or any pointer expression that is
+// not an associative array's name), and nil otherwise.
+func (in *Info) PointerIndex(e *ast.Index, env *Env) *types.Type {
+	var pt *types.Type
+	if r, ok := RefOf(e.X); ok {
+		v := in.Lookup(r)
+		if v == nil || v.Keys != nil {
+			return nil
+		}
+		pt = v.Type
+	} else {
+		if _, isMember := e.X.(*ast.Member); isMember {
+			return nil // x->m[i] is MemberArray's
+		}
+		t, err := in.TypeOf(e.X, env)
+		if err != nil {
+			return nil
+		}
+		pt = t
+	}
+	if pt.Kind != types.Pointer || pt.Elem == nil || !pt.Elem.IsScalar() || pt.Elem.Size <= 0 {
+		return nil
+	}
+	return pt.Elem
 }

@@ -106,6 +106,12 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if f, _ := pg.in.ArrayField(e, pg.env); f != nil {
 			return pg.arrayElem(e, f, t)
 		}
+		if pg.in.PointerIndex(e, pg.env) != nil {
+			if err := pg.pointerElemAddr(e); err != nil {
+				return err
+			}
+			return pg.readKernel(t)
+		}
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
@@ -414,7 +420,7 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 // assigned.
 func (pg *probeGen) assign(e *ast.Assign) error {
 	r, ok := check.RefOf(e.LHS)
-	if !ok {
+	if ix, isIdx := check.Unparen(e.LHS).(*ast.Index); !ok || isIdx && pg.in.PointerIndex(ix, pg.env) != nil {
 		return pg.storeMemory(e)
 	}
 	v := pg.varOf(r)

@@ -78,6 +78,29 @@ func (pg *probeGen) kernelString(e *ast.Member, base asm.Register, off, size int
 	return nil
 }
 
+// pointerElemAddr leaves in R0 the address of p[i]: p plus i elements.
+func (pg *probeGen) pointerElemAddr(e *ast.Index) error {
+	et := pg.in.PointerIndex(e, pg.env)
+	if err := pg.expr(e.X); err != nil {
+		return err
+	}
+	return pg.plusIndex(e, et.Size)
+}
+
+// plusIndex adds e's index times size to the address in R0.
+func (pg *probeGen) plusIndex(e *ast.Index, size int) error {
+	if _, err := pg.push(); err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	if err := pg.expr(e.Keys[0]); err != nil {
+		return err
+	}
+	pg.emit(asm.Mul.Imm(asm.R0, int32(size)))
+	pg.pop(asm.R1)
+	pg.emit(asm.Add.Reg(asm.R0, asm.R1))
+	return nil
+}
+
 // memberElemAddr leaves in R0 the address of x->m[i]: m's address plus i
 // elements. Reads of it are safe; stores are checked against alloca
 // memory.
@@ -89,14 +112,5 @@ func (pg *probeGen) memberElemAddr(e *ast.Index) error {
 	if err := pg.kernelAddr(e.X.(*ast.Member)); err != nil {
 		return err
 	}
-	if _, err := pg.push(); err != nil {
-		return pg.errorf(e.Pos, "%v", err)
-	}
-	if err := pg.expr(e.Keys[0]); err != nil {
-		return err
-	}
-	pg.emit(asm.Mul.Imm(asm.R0, int32(at.Elem.Size)))
-	pg.pop(asm.R1)
-	pg.emit(asm.Add.Reg(asm.R0, asm.R1))
-	return nil
+	return pg.plusIndex(e, at.Elem.Size)
 }

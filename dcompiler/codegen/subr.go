@@ -816,7 +816,11 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	case *ast.Unary:
 		err = pg.expr(x.X)
 	case *ast.Index:
-		err = pg.memberElemAddr(x)
+		if pg.in.PointerIndex(x, pg.env) != nil {
+			err = pg.pointerElemAddr(x)
+		} else {
+			err = pg.memberElemAddr(x)
+		}
 	}
 	if err != nil {
 		return err
