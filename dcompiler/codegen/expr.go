@@ -456,13 +456,24 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 // incdec generates ++ and -- on a variable; R0 is the old value for
 // postfix, the new one for prefix.
 func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
-	r, ok := check.RefOf(x)
-	if !ok || pg.varOf(r) == nil {
-		return pg.errorf(x.Start(), "operator %s requires a writable variable", op)
-	}
 	delta := int32(1)
 	if op == "--" {
 		delta = -1
+	}
+	r, ok := check.RefOf(x)
+	if ix, isIdx := check.Unparen(x).(*ast.Index); !ok || isIdx && pg.in.PointerIndex(ix, pg.env) != nil {
+		// In memory: x += 1 (or -= 1), which leaves the new value.
+		as := &ast.Assign{Pos: x.Start(), Op: op[:1] + "=", LHS: x, RHS: &ast.IntLit{Pos: x.Start(), Val: 1, Text: "1"}}
+		if err := pg.storeMemory(as); err != nil {
+			return err
+		}
+		if postfix {
+			pg.emit(asm.Add.Imm(asm.R0, -delta))
+		}
+		return nil
+	}
+	if pg.varOf(r) == nil {
+		return pg.errorf(x.Start(), "operator %s requires a writable variable", op)
 	}
 	if err := pg.loadRef(r); err != nil {
 		return err
