@@ -624,7 +624,7 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 		BEGIN { t = (struct ts *)alloca(sizeof (struct ts)); t->u.d = 123456789; t->s.f = 987654321; print(t); exit(0); }`)
 	want = pad + "(struct ts) {\n" +
 		pad + " .b = (char [5]) [\n" + pad + " ],\n" +
-		pad + " .u = (union) {\n" + pad + "  .c = (unsigned char)21,\n" + pad + "  .d = (uint64_t)123456789,\n" + pad + " },\n" +
+		pad + " .u = (union) {\n" + pad + "  .c = (uint8_t)21,\n" + pad + "  .d = (uint64_t)123456789,\n" + pad + " },\n" +
 		pad + " .s = (struct) {\n" + pad + "  .f = (uint64_t)987654321,\n" + pad + " },\n" +
 		pad + "}\n\n"
 	if _, rest, _ := strings.Cut(r.stdout, "\n"); rest != want {

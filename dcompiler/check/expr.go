@@ -153,6 +153,13 @@ func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 	if t.Kind == types.String {
 		t = types.StringT(in.Opts.StrSize)
 	}
+	if t.Kind == types.Int && t.Name != tn.Name && t.BTF == nil && err == nil {
+		// Spelled as the program spells it ("uint8_t", not "unsigned char"),
+		// as DTrace names types in messages and print( ).
+		named := *t
+		named.Name = tn.Name
+		t = &named
+	}
 	for i := 0; i < tn.Ptr; i++ {
 		t = &types.Type{Kind: types.Pointer, Size: 8, Name: t.Name + " *", Elem: t}
 	}
