@@ -630,8 +630,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		if len(e.Args) != 2 {
 			return nil, protoLen(2)
 		}
-		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[1].Start(), "D_COPYIN_SIZE", "copyin( ) argument #2 must be a constant from 1 to 1024")
+		if err := in.scratchSize(e, 1, argTypes); err != nil {
+			return nil, err
 		}
 		return types.VoidPtr, nil
 	case "d_path":
@@ -652,8 +652,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		if len(e.Args) != 1 {
 			return nil, protoLen(1)
 		}
-		if n, ok := in.ConstInt(e.Args[0]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[0].Start(), "D_ALLOCA_SIZE", "alloca( ) argument #1 must be a constant from 1 to 1024")
+		if err := in.scratchSize(e, 0, argTypes); err != nil {
+			return nil, err
 		}
 		return types.VoidPtr, nil
 	case "bcopy", "copyinto":
@@ -1257,4 +1257,20 @@ func (in *Info) PointerIndex(e *ast.Index, env *Env) *types.Type {
 		return nil
 	}
 	return pt.Elem
+}
+
+// MaxScratch bounds the scratch memory copyin( ) and alloca( ) give: a
+// size known only at run time gets this much, and more is a fault.
+const MaxScratch = 1024
+
+// scratchSize checks the size argument i of copyin( ) or alloca( ): an
+// integer, and when constant, from 1 to MaxScratch.
+func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
+	if !argTypes[i].IsInt() {
+		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", e.Fn, i+1, argTypes[i])
+	}
+	if n, ok := in.ConstInt(e.Args[i]); ok && (n <= 0 || n > MaxScratch) {
+		return in.errorf(e.Args[i].Start(), "D_"+strings.ToUpper(e.Fn)+"_SIZE", "%s( ) argument #%d must be from 1 to %d", e.Fn, i+1, MaxScratch)
+	}
+	return nil
 }

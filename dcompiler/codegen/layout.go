@@ -86,9 +86,10 @@ const (
 
 // DTrace's fault codes.
 const (
-	FaultBadAddr = 1
-	FaultIllOp   = 3
-	FaultDivZero = 4
+	FaultBadAddr   = 1
+	FaultIllOp     = 3
+	FaultDivZero   = 4
+	FaultNoScratch = 5
 )
 
 // Datum is one value in a record.

@@ -197,7 +197,6 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 	case "copyin":
 		// Copy user memory into scratch; the result points at it.
 		n, _ := pg.in.ConstInt(e.Args[1])
-		buf := pg.allocScratch(int(n))
 		if err := pg.expr(e.Args[0]); err != nil {
 			return err
 		}
@@ -206,9 +205,12 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			return pg.errorf(e.Pos, "%v", err)
 		}
 		defer func() { pg.depth-- }()
-		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		buf, err := pg.scratchSize(e.Args[1], int(n))
+		if err != nil {
+			return err
+		}
+		pg.emit(asm.LoadMem(asm.R3, asm.RFP, addr, asm.DWord))
 		pg.addrOf(asm.R1, regState, buf)
-		pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
 		pg.call(asm.FnProbeReadUser)
 		ok := pg.newLabel("copyin_ok")
 		pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
@@ -219,10 +221,16 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 	case "alloca":
 		// Zeroed scratch: a read from address 0 fails and zero-fills.
 		n, _ := pg.in.ConstInt(e.Args[0])
-		buf := pg.allocScratch(int(n))
+		buf, err := pg.scratchSize(e.Args[0], int(n))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			n = check.MaxScratch
+		}
 		pg.allocas = append(pg.allocas, [2]int{buf, buf + int(n)})
 		pg.addrOf(asm.R1, regState, buf)
-		pg.emit(asm.Mov.Imm(asm.R2, int32(n)), asm.Mov.Imm(asm.R3, 0))
+		pg.emit(asm.Mov.Imm(asm.R3, 0))
 		pg.call(asm.FnProbeReadKernel)
 		pg.addrOf(asm.R0, regState, buf)
 	case "bcopy":
@@ -847,4 +855,27 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
 	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
 	return nil
+}
+
+// scratchSize allocates the scratch a copyin( ) or alloca( ) of size
+// expression e needs and leaves the size in R2: n when constant (non-zero),
+// else the value of e, which must be 1 to check.MaxScratch or the clause
+// faults with "out of scratch space", as DTrace's does.
+func (pg *probeGen) scratchSize(e ast.Expr, n int) (int, error) {
+	if n > 0 {
+		pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+		return pg.allocScratch(n), nil
+	}
+	buf := pg.allocScratch(check.MaxScratch)
+	if err := pg.expr(e); err != nil {
+		return 0, err
+	}
+	bad, ok := pg.newLabel("scratch_bad"), pg.newLabel("scratch_ok")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, bad), asm.JGT.Imm(asm.R0, check.MaxScratch, bad), asm.Ja.Label(ok))
+	pg.label(bad)
+	pg.emit(asm.Mov.Imm(asm.R1, 0))
+	pg.raise(FaultNoScratch, asm.R1, false)
+	pg.label(ok)
+	pg.emit(asm.Mov.Reg(asm.R2, asm.R0))
+	return buf, nil
 }
