@@ -177,6 +177,7 @@ type gen struct {
 	// scratchBase is where the state's scratch space starts, after the
 	// clause-locals.
 	scratchBase int
+	strtok      int // strtok( )'s string and position, after the clause-locals; 0 if unused
 	glSize      int
 	file        *source.File // of the clause being generated
 	keyMax      int          // bytes of the largest aggregation key
@@ -220,6 +221,12 @@ func (g *gen) layoutVars() {
 	for _, v := range g.in.Locals {
 		g.vars[check.ScopeClause][v.Name] = &Var{Var: v, Off: loc}
 		loc += valSize(v)
+	}
+	if usesStrtok(g.in.Clauses) {
+		// Like a clause-local, it lasts the whole firing, so that
+		// strtok(NULL, ...) goes on where another clause left off.
+		g.strtok = loc
+		loc += g.opts.StrSize + 8
 	}
 	g.scratchBase = loc
 }
@@ -333,7 +340,6 @@ type probeGen struct {
 	scratch     int // scratch bytes in use by the current clause
 	scratchUsed int
 	allocas     [][2]int // the current clause's alloca( ) scratch: [start, end)
-	strtok      int      // the current clause's strtok( ) string and position, or 0
 	actions     int      // actions so far in the current clause
 	record      *Record
 	recOff      int    // next free byte in the record
@@ -433,6 +439,10 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		return fmt.Errorf("probe %s: %w", pr, err)
 	}
 	pg.emit(pro.Insns...)
+	if pg.strtok != 0 {
+		// Each firing starts with nothing to tokenize.
+		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize), asm.DWord))
+	}
 	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
@@ -499,7 +509,6 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.file = cl.File
 	pg.scratch = 0
 	pg.allocas = nil
-	pg.strtok = 0
 	pg.actions = 0
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")
@@ -682,4 +691,19 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 		}
 	}
 	return nil
+}
+
+// usesStrtok reports whether any clause calls strtok( ).
+func usesStrtok(clauses []*check.Clause) bool {
+	found := false
+	see := func(e ast.Expr) {
+		if c, ok := e.(*ast.Call); ok && c.Fn == "strtok" {
+			found = true
+		}
+	}
+	for _, cl := range clauses {
+		ast.Inspect(cl.Pred, see)
+		ast.InspectStmts(cl.Body, see)
+	}
+	return found
 }

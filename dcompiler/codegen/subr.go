@@ -682,19 +682,12 @@ func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read as
 }
 
 // strtokInto generates strtok(s, delim): the next token of s, or with a
-// NULL s of the string an earlier strtok( ) of the clause started on.
-// The string and the position in it live in clause scratch; the
+// NULL s of the string an earlier strtok( ) of the firing started on.
+// The string and the position in it live beside the clause-locals; the
 // delimiters become a 256-bit set.
 func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) error {
 	S := pg.in.Opts.StrSize
 	_, isNull := pg.in.ConstInt(e.Args[0])
-	if isNull && pg.strtok == 0 {
-		pg.emit(storeImm(base, int16(off), 0, asm.Byte)) // nothing to go on with
-		return nil
-	}
-	if pg.strtok == 0 {
-		pg.strtok = pg.allocScratch(S + 8)
-	}
 	str, pos := pg.strtok, pg.strtok+S
 	delim, err := pg.strTemp(e.Args[1], S)
 	if err != nil {
