@@ -669,8 +669,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, map[bool]string{true: "size_t", false: "void *"}[i == size], t)
 			}
 		}
-		if n, ok := in.ConstInt(e.Args[size]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[size].Start(), "D_COPY_SIZE", "%s( ) argument #%d must be a constant from 1 to 1024", e.Fn, size+1)
+		if n, ok := in.ConstInt(e.Args[size]); ok && (n <= 0 || n > MaxScratch) {
+			return nil, in.errorf(e.Args[size].Start(), "D_COPY_SIZE", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
 		}
 		return types.VoidT, nil
 	case "setopt", "freopen", "ftruncate":

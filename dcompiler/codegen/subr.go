@@ -234,11 +234,9 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.call(asm.FnProbeReadKernel)
 		pg.addrOf(asm.R0, regState, buf)
 	case "bcopy":
-		n, _ := pg.in.ConstInt(e.Args[2])
-		return pg.copyToAlloca(e, e.Args[0], e.Args[1], int(n), asm.FnProbeReadKernel)
+		return pg.copyToAlloca(e, e.Args[0], e.Args[1], e.Args[2], asm.FnProbeReadKernel)
 	case "copyinto":
-		n, _ := pg.in.ConstInt(e.Args[1])
-		return pg.copyToAlloca(e, e.Args[0], e.Args[2], int(n), asm.FnProbeReadUser)
+		return pg.copyToAlloca(e, e.Args[0], e.Args[2], e.Args[1], asm.FnProbeReadUser)
 	case "raise", "stop":
 		// Signals go to the current process, from the kernel.
 		if e.Fn == "stop" {
@@ -654,22 +652,37 @@ func (f *addrFormatter) finish(base asm.Register, off, size int) {
 // the clause got from alloca( ): as in DTrace, anything else is an
 // invalid address. dest arrives as a number; it becomes a pointer the
 // verifier accepts as the state's address plus a checked offset.
-func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest ast.Expr, n int, read asm.BuiltinFunc) error {
+func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest, size ast.Expr, read asm.BuiltinFunc) error {
 	lo, hi, ok := pg.allocaRange()
 	if !ok {
 		return pg.errorf(dest.Start(), "%s( ) destination must be memory from alloca( ) in the same clause", e.Fn)
 	}
-	slots := pg.allocScratch(16) // src, then dest
-	if err := pg.expr(src); err != nil {
-		return err
+	slots := pg.allocScratch(24) // src, dest, size
+	for i, x := range []ast.Expr{src, dest, size} {
+		if err := pg.expr(x); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regState, int16(slots+8*i), asm.R0, asm.DWord))
 	}
-	pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
-	if err := pg.expr(dest); err != nil {
-		return err
+	if c, isConst := pg.in.ConstInt(size); isConst {
+		pg.allocaPtr(slots+8, int(c), lo, hi)
+		pg.emit(asm.Mov.Imm(asm.R2, int32(c)))
+	} else {
+		// dest is in [lo, hi) and dest+size at most hi. The verifier
+		// bounds the two apart, so the largest it sees, hi-1 plus hi-lo,
+		// must still lie in the state: the padding makes sure it does.
+		pg.allocScratch(hi - lo)
+		pg.allocaPtr(slots+8, 1, lo, hi)
+		bad, fits := pg.newLabel("copy_bad_size"), pg.newLabel("copy_fits")
+		pg.emit(asm.LoadMem(asm.R2, regState, int16(slots+16), asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R2, 0, bad), asm.JGT.Imm(asm.R2, int32(hi-lo), bad))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Reg(asm.R3, asm.R2))
+		pg.emit(asm.JGT.Imm(asm.R3, int32(hi), bad), asm.Ja.Label(fits))
+		pg.label(bad)
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
+		pg.raise(FaultBadAddr, asm.R1, true)
+		pg.label(fits)
 	}
-	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
-	pg.allocaPtr(slots+8, n, lo, hi)
-	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
 	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
 	pg.call(read)
 	done := pg.newLabel("copy_done")
