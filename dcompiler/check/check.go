@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/lexer"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
@@ -253,17 +254,13 @@ func descMacros(text string) []string {
 		if j < len(text) && text[j] == '$' {
 			j++
 		}
-		for j < len(text) && isIdentByte(text[j]) {
+		for j < len(text) && lexer.IsIdent(text[j]) {
 			j++
 		}
 		names = append(names, text[i+1:j])
 		i = j - 1
 	}
 	return names
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // expandDesc replaces the macro variables in a probe description with

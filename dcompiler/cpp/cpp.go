@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/lexer"
 )
 
 // Options configure a run.
@@ -193,7 +195,7 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 func splitDirective(s string) (string, string) {
 	s = strings.TrimSpace(s)
 	i := 0
-	for i < len(s) && isIdent(s[i]) {
+	for i < len(s) && lexer.IsIdent(s[i]) {
 		i++
 	}
 	return s[:i], s[i:]
@@ -203,7 +205,7 @@ func splitDirective(s string) (string, string) {
 func (p *pp) define(s string) error {
 	s = strings.TrimSpace(s)
 	i := 0
-	for i < len(s) && isIdent(s[i]) {
+	for i < len(s) && lexer.IsIdent(s[i]) {
 		i++
 	}
 	name := s[:i]
@@ -268,8 +270,4 @@ func (p *pp) test(dir, rest string) (bool, error) {
 	}
 	v, err := p.eval(rest)
 	return v != 0, err
-}
-
-func isIdent(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/parser"
 	"github.com/dstar-trace/dstar/dcompiler/source"
+
+	"github.com/dstar-trace/dstar/dcompiler/lexer"
 )
 
 // expand replaces macros in a line of text, leaving string and character
@@ -33,9 +35,9 @@ func (p *pp) expand(s string, depth int) string {
 		case strings.HasPrefix(s[i:], "//"):
 			b.WriteString(s[i:])
 			i = len(s)
-		case isIdent(c) && !(c >= '0' && c <= '9'):
+		case lexer.IsIdent(c) && !(c >= '0' && c <= '9'):
 			j := i
-			for j < len(s) && isIdent(s[j]) {
+			for j < len(s) && lexer.IsIdent(s[j]) {
 				j++
 			}
 			word := s[i:j]
@@ -66,7 +68,7 @@ func (p *pp) expand(s string, depth int) string {
 			i = end
 		case c >= '0' && c <= '9':
 			j := i
-			for j < len(s) && isIdent(s[j]) {
+			for j < len(s) && lexer.IsIdent(s[j]) {
 				j++
 			}
 			b.WriteString(s[i:j])
@@ -116,8 +118,8 @@ func callArgs(s string, i int) ([]string, int, bool) {
 func replaceWord(s, old, new string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
-		if strings.HasPrefix(s[i:], old) && (i == 0 || !isIdent(s[i-1])) &&
-			(i+len(old) == len(s) || !isIdent(s[i+len(old)])) {
+		if strings.HasPrefix(s[i:], old) && (i == 0 || !lexer.IsIdent(s[i-1])) &&
+			(i+len(old) == len(s) || !lexer.IsIdent(s[i+len(old)])) {
 			b.WriteString(new)
 			i += len(old)
 			continue
@@ -133,7 +135,7 @@ func replaceWord(s, old, new string) string {
 func (p *pp) eval(s string) (int64, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
-		if strings.HasPrefix(s[i:], "defined") && (i+7 == len(s) || !isIdent(s[i+7])) {
+		if strings.HasPrefix(s[i:], "defined") && (i+7 == len(s) || !lexer.IsIdent(s[i+7])) {
 			j := i + 7
 			for j < len(s) && s[j] == ' ' {
 				j++
@@ -143,7 +145,7 @@ func (p *pp) eval(s string) (int64, error) {
 				j++
 			}
 			k := j
-			for k < len(s) && isIdent(s[k]) {
+			for k < len(s) && lexer.IsIdent(s[k]) {
 				k++
 			}
 			name := strings.TrimSpace(s[j:k])
@@ -169,9 +171,9 @@ func (p *pp) eval(s string) (int64, error) {
 	var z strings.Builder
 	for i := 0; i < len(expanded); {
 		c := expanded[i]
-		if isIdent(c) && !(c >= '0' && c <= '9') {
+		if lexer.IsIdent(c) && !(c >= '0' && c <= '9') {
 			j := i
-			for j < len(expanded) && isIdent(expanded[j]) {
+			for j < len(expanded) && lexer.IsIdent(expanded[j]) {
 				j++
 			}
 			z.WriteString("0")
@@ -180,7 +182,7 @@ func (p *pp) eval(s string) (int64, error) {
 		}
 		if c >= '0' && c <= '9' {
 			j := i
-			for j < len(expanded) && isIdent(expanded[j]) {
+			for j < len(expanded) && lexer.IsIdent(expanded[j]) {
 				j++
 			}
 			z.WriteString(expanded[i:j])

@@ -168,10 +168,12 @@ func (l *Lexer) NextOuter() (Token, error) {
 }
 
 func isDescChar(c byte) bool {
-	return isIdent(c) || strings.IndexByte(":-*?[]!^$.+`~", c) >= 0
+	return IsIdent(c) || strings.IndexByte(":-*?[]!^$.+`~", c) >= 0
 }
 
-func isIdent(c byte) bool {
+// IsIdent reports whether c may appear in an identifier (after its first
+// character).
+func IsIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
@@ -200,8 +202,8 @@ func (l *Lexer) Next() (Token, error) {
 	switch {
 	case c >= '0' && c <= '9':
 		return l.number()
-	case isIdent(c):
-		for l.off < len(l.src) && isIdent(l.src[l.off]) {
+	case IsIdent(c):
+		for l.off < len(l.src) && IsIdent(l.src[l.off]) {
 			l.off++
 		}
 		return tok(Ident, l.src[start:l.off])
@@ -238,7 +240,7 @@ func (l *Lexer) Next() (Token, error) {
 		if l.off < len(l.src) && l.src[l.off] == '$' {
 			l.off++
 		}
-		for l.off < len(l.src) && isIdent(l.src[l.off]) {
+		for l.off < len(l.src) && IsIdent(l.src[l.off]) {
 			l.off++
 		}
 		name := l.src[start+1 : l.off]
@@ -248,7 +250,7 @@ func (l *Lexer) Next() (Token, error) {
 		return tok(Macro, name)
 	case c == '@':
 		l.off++
-		for l.off < len(l.src) && isIdent(l.src[l.off]) {
+		for l.off < len(l.src) && IsIdent(l.src[l.off]) {
 			l.off++
 		}
 		return tok(Agg, l.src[start+1:l.off])
@@ -276,7 +278,7 @@ func (l *Lexer) number() (Token, error) {
 	} else if l.src[l.off] == '0' {
 		base = 8
 	}
-	for l.off < len(l.src) && isIdent(l.src[l.off]) && !isSuffix(l.src[l.off]) {
+	for l.off < len(l.src) && IsIdent(l.src[l.off]) && !isSuffix(l.src[l.off]) {
 		l.off++
 	}
 	text := l.src[digits:l.off]
@@ -290,8 +292,8 @@ func (l *Lexer) number() (Token, error) {
 	default:
 		return Token{}, l.errorf(start, "invalid integer constant suffix %q", l.src[sufStart:l.off])
 	}
-	if l.off < len(l.src) && (isIdent(l.src[l.off]) || l.src[l.off] == '.') {
-		for l.off < len(l.src) && (isIdent(l.src[l.off]) || l.src[l.off] == '.') {
+	if l.off < len(l.src) && (IsIdent(l.src[l.off]) || l.src[l.off] == '.') {
+		for l.off < len(l.src) && (IsIdent(l.src[l.off]) || l.src[l.off] == '.') {
 			l.off++
 		}
 		return Token{}, l.errorf(start, "invalid digit in constant %s", l.src[start:l.off])
