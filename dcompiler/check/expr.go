@@ -1201,19 +1201,11 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if !ok || isArgsMember(m) {
 		return 0, nil, nil
 	}
-	xt, err := in.TypeOf(m.X, env)
+	off, mt, err := in.MemberOffset(m, env)
 	if err != nil {
 		return 0, nil, err
 	}
-	st := xt
-	if m.Arrow && xt.Kind == types.Pointer && xt.Elem != nil {
-		st = xt.Elem
-	}
-	if st.Kind != types.Struct {
-		return 0, nil, nil
-	}
-	off, mt, err := ktypes.Member(st, m.Name)
-	if err != nil || mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
+	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
 		return 0, nil, nil
 	}
 	if len(e.Keys) != 1 {

@@ -129,12 +129,10 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		return pg.pathPart(e, base, off, size)
 	case "lltostr":
 		return pg.lltostr(e, base, off, size)
-	case "inet_ntoa":
+	case "inet_ntoa", "inet_ntoa6":
 		return pg.inetNtoa(e, base, off, size)
 	case "strtok":
 		return pg.strtokInto(e, base, off, size)
-	case "inet_ntoa6":
-		return pg.inetNtoa6(e, base, off, size)
 	case "inet_ntop":
 		return pg.inetNtop(e, base, off, size)
 	default:
@@ -443,26 +441,13 @@ func (pg *probeGen) searchBetween(last bool, s, n int, needle []byte, charSlot, 
 	return nil
 }
 
-// inetNtoa formats the IPv4 address an ipaddr_t pointer points at as
-// dotted decimal.
+// inetNtoa formats the address an ipaddr_t or in6_addr_t pointer points
+// at: dotted decimal, or IPv6 text for inet_ntoa6.
 func (pg *probeGen) inetNtoa(e *ast.Call, base asm.Register, off, size int) error {
 	if err := pg.expr(e.Args[0]); err != nil {
 		return err
 	}
-	f := pg.newAddrFormatter(4)
-	f.dotted(0)
-	f.finish(base, off, size)
-	return nil
-}
-
-// inetNtoa6 formats the IPv6 address an in6_addr pointer points at.
-func (pg *probeGen) inetNtoa6(e *ast.Call, base asm.Register, off, size int) error {
-	if err := pg.expr(e.Args[0]); err != nil {
-		return err
-	}
-	f := pg.newAddrFormatter(16)
-	f.ipv6()
-	f.finish(base, off, size)
+	pg.formatAddr(e.Fn == "inet_ntoa6", base, off, size)
 	return nil
 }
 
@@ -483,16 +468,26 @@ func (pg *probeGen) inetNtop(e *ast.Call, base asm.Register, off, size int) erro
 	pg.emit(asm.Mov.Imm(asm.R1, 0))
 	pg.raise(FaultIllOp, asm.R1, false)
 	pg.label(v4)
+	pg.formatAddr(false, base, off, size)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(v6)
+	pg.formatAddr(true, base, off, size)
+	pg.label(done)
+	return nil
+}
+
+// formatAddr formats the IPv4 (or IPv6) address at the kernel address in
+// R0 into base+off.
+func (pg *probeGen) formatAddr(v6 bool, base asm.Register, off, size int) {
+	if v6 {
+		f := pg.newAddrFormatter(16)
+		f.ipv6()
+		f.finish(base, off, size)
+		return
+	}
 	f := pg.newAddrFormatter(4)
 	f.dotted(0)
 	f.finish(base, off, size)
-	pg.emit(asm.Ja.Label(done))
-	pg.label(v6)
-	f = pg.newAddrFormatter(16)
-	f.ipv6()
-	f.finish(base, off, size)
-	pg.label(done)
-	return nil
 }
 
 // addrFormatter writes an address's text into a scratch buffer. The

@@ -35,29 +35,7 @@ func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
 	switch u := btf.UnderlyingType(t).(type) {
 	case *btf.Struct, *btf.Union:
 		fmt.Fprintf(w, "(%s) {\n", name)
-		for _, m := range members(u) {
-			size, _ := btf.Sizeof(m.Type)
-			mb := slice(b, int(m.Offset.Bytes()), size)
-			if m.BitfieldSize != 0 {
-				v := bits(b, uint32(m.Offset), uint32(m.BitfieldSize))
-				if v != 0 {
-					fmt.Fprintf(w, "%s.%s = (%s)%d,\n", pad, m.Name, typeName(m.Type), v)
-				}
-				continue
-			}
-			_, isArray := btf.UnderlyingType(m.Type).(*btf.Array)
-			if !isArray && allZero(mb) {
-				continue
-			}
-			if m.Name == "" {
-				// An anonymous member's members belong to the parent.
-				printMembers(w, m.Type, mb, indent)
-				continue
-			}
-			fmt.Fprintf(w, "%s.%s = ", pad, m.Name)
-			printValue(w, m.Type, mb, indent+1)
-			w.WriteString(",\n")
-		}
+		printMembers(w, u, b, indent)
 		fmt.Fprintf(w, "%s}", strings.Repeat(" ", indent))
 	case *btf.Array:
 		fmt.Fprintf(w, "(%s) [\n", name)
@@ -95,19 +73,33 @@ func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
 	}
 }
 
-// printMembers writes an anonymous struct's or union's members inline.
+// printMembers writes the non-zero members of a struct or union, one to
+// a line at indent+1; an anonymous member's members belong to the parent.
 func printMembers(w *strings.Builder, t btf.Type, b []byte, indent int) {
-	var inner strings.Builder
-	printValue(&inner, t, b, indent)
-	s := inner.String()
-	// Drop the "(struct) {" line and the closing bracket.
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
+	pad := strings.Repeat(" ", indent+1)
+	for _, m := range members(t) {
+		size, _ := btf.Sizeof(m.Type)
+		mb := slice(b, int(m.Offset.Bytes()), size)
+		if m.BitfieldSize != 0 {
+			v := bits(b, uint32(m.Offset), uint32(m.BitfieldSize))
+			if v != 0 {
+				fmt.Fprintf(w, "%s.%s = (%s)%d,\n", pad, m.Name, typeName(m.Type), v)
+			}
+			continue
+		}
+		_, isArray := btf.UnderlyingType(m.Type).(*btf.Array)
+		if !isArray && allZero(mb) {
+			continue
+		}
+		if m.Name == "" {
+			// An anonymous member's members belong to the parent.
+			printMembers(w, m.Type, mb, indent)
+			continue
+		}
+		fmt.Fprintf(w, "%s.%s = ", pad, m.Name)
+		printValue(w, m.Type, mb, indent+1)
+		w.WriteString(",\n")
 	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[:i+1]
-	}
-	w.WriteString(s)
 }
 
 func intText(size int, signed, isChar bool, b []byte) string {
