@@ -204,38 +204,14 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 		if !p.isType(p.tok) {
 			return nil, p.syntaxError()
 		}
+		mt, err := p.typeName()
+		if err != nil {
+			return nil, err
+		}
 		var inner *ast.TypeDef
-		var mt *ast.TypeName
-		if (p.tok.Text == "struct" || p.tok.Text == "union") && p.tok.Kind == lexer.Ident {
-			// "struct NAME *x;" or an anonymous "union { ... } x;".
-			kw, at := p.tok.Text, p.tok.Pos
-			if err := p.next(); err != nil {
-				return nil, err
-			}
-			if p.tok.Is("{") {
-				var err error
-				if inner, err = p.typeBody(kw, "", at); err != nil {
-					return nil, err
-				}
-				mt = &ast.TypeName{Pos: at, Name: kw}
-			} else {
-				if p.tok.Kind != lexer.Ident {
-					return nil, p.syntaxError()
-				}
-				mt = &ast.TypeName{Pos: at, Name: kw + " " + p.tok.Text}
-				if err := p.next(); err != nil {
-					return nil, err
-				}
-				for p.tok.Is("*") {
-					mt.Ptr++
-					if err := p.next(); err != nil {
-						return nil, err
-					}
-				}
-			}
-		} else {
-			var err error
-			if mt, err = p.typeName(); err != nil {
+		if (mt.Name == "struct" || mt.Name == "union") && p.tok.Is("{") {
+			// An anonymous "union { ... } x;".
+			if inner, err = p.typeBody(mt.Name, "", mt.Pos); err != nil {
 				return nil, err
 			}
 		}
@@ -773,6 +749,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 		}
 		words = append(words, w)
 		if w == "struct" || w == "union" || w == "enum" {
+			if p.tok.Is("{") {
+				break // an anonymous definition: the caller parses it
+			}
 			if p.tok.Kind != lexer.Ident {
 				return nil, p.syntaxError()
 			}
