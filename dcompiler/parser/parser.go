@@ -101,24 +101,15 @@ typ:
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-		for !p.tok.Is("]") {
+		err := p.list("]", func() error {
 			if !p.isType(p.tok) {
-				return nil, p.syntaxError()
+				return p.syntaxError()
 			}
 			k, err := p.typeName()
-			if err != nil {
-				return nil, err
-			}
 			d.Keys = append(d.Keys, k)
-			if p.tok.Is(",") {
-				if err := p.next(); err != nil {
-					return nil, err
-				}
-			} else if !p.tok.Is("]") {
-				return nil, p.syntaxError()
-			}
-		}
-		if err := p.next(); err != nil {
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 		if d.Keys == nil {
@@ -783,22 +774,8 @@ func (p *parser) postfix() (ast.Expr, error) {
 			if err := p.next(); err != nil {
 				return nil, err
 			}
-			var keys []ast.Expr
-			for !p.tok.Is("]") {
-				k, err := p.assign()
-				if err != nil {
-					return nil, err
-				}
-				keys = append(keys, k)
-				if p.tok.Is(",") {
-					if err := p.next(); err != nil {
-						return nil, err
-					}
-				} else if !p.tok.Is("]") {
-					return nil, p.syntaxError()
-				}
-			}
-			if err := p.next(); err != nil {
+			keys, err := p.exprs("]")
+			if err != nil {
 				return nil, err
 			}
 			x = &ast.Index{Pos: t.Pos, X: x, Keys: keys}
@@ -837,22 +814,35 @@ func (p *parser) args() ([]ast.Expr, error) {
 	if err := p.next(); err != nil {
 		return nil, err
 	}
-	var args []ast.Expr
-	for !p.tok.Is(")") {
-		a, err := p.assign()
-		if err != nil {
-			return nil, err
+	return p.exprs(")")
+}
+
+// exprs parses "a, b, ...close" after the opening bracket.
+func (p *parser) exprs(close string) ([]ast.Expr, error) {
+	var xs []ast.Expr
+	err := p.list(close, func() error {
+		x, err := p.assign()
+		xs = append(xs, x)
+		return err
+	})
+	return xs, err
+}
+
+// list parses comma-separated items up to close, which it consumes.
+func (p *parser) list(close string, item func() error) error {
+	for !p.tok.Is(close) {
+		if err := item(); err != nil {
+			return err
 		}
-		args = append(args, a)
 		if p.tok.Is(",") {
 			if err := p.next(); err != nil {
-				return nil, err
+				return err
 			}
-		} else if !p.tok.Is(")") {
-			return nil, p.syntaxError()
+		} else if !p.tok.Is(close) {
+			return p.syntaxError()
 		}
 	}
-	return args, p.next()
+	return p.next()
 }
 
 func (p *parser) primary() (ast.Expr, error) {
