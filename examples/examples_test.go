@@ -35,21 +35,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(loadEnv) == "getppid" {
 		getppidLoop()
 	}
-	dir, err := os.MkdirTemp("", "dstar-examples")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	dstarBin = filepath.Join(dir, "dstar")
-	build := exec.Command("go", "build", "-o", dstarBin, "../cmd/dstar")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building dstar: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	bpftest.MainWithDstar(m, "../cmd/dstar", &dstarBin)
 }
 
 // getppidLoop calls getppid as fast as it can until its standard input

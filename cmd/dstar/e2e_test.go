@@ -23,23 +23,7 @@ import (
 // dstarBin is the binary the end-to-end tests run, built once.
 var dstarBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dstar-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	dstarBin = filepath.Join(dir, "dstar")
-	build := exec.Command("go", "build", "-o", dstarBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building dstar: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { bpftest.MainWithDstar(m, ".", &dstarBin) }
 
 // result is what one run of dstar did.
 type result struct {

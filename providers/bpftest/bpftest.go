@@ -4,7 +4,10 @@
 package bpftest
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,4 +34,26 @@ func Skip(t testing.TB, reason string) {
 		t.Fatalf("%s (and %s=1 forbids skipping)", reason, EnvRequire)
 	}
 	t.Skip(reason)
+}
+
+// MainWithDstar is a TestMain for end-to-end tests: it builds the static
+// dstar binary from pkg (a path to cmd/dstar) into a temporary directory,
+// stores its path in *bin, runs the tests and exits with their status.
+func MainWithDstar(m *testing.M, pkg string, bin *string) {
+	dir, err := os.MkdirTemp("", "dstar-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = filepath.Join(dir, "dstar")
+	build := exec.Command("go", "build", "-o", *bin, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building dstar: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
