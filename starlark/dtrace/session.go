@@ -270,8 +270,13 @@ func (s *Session) pump(th *starlark.Thread, onEvent starlark.Callable, limit tim
 		// the handler that run had.
 		onEvent, between = s.handler, true
 	}
-	s.h.block(true)
-	defer s.h.block(false)
+	if limit != 0 || check != nil {
+		// Only a pump that waits is a blocking call for Ctrl-C: one
+		// that drains what is queued (attach, detach) returns at once,
+		// and a Ctrl-C then must cancel the script, not be lost.
+		s.h.block(true)
+		defer s.h.block(false)
+	}
 	var deadline <-chan time.Time
 	if limit > 0 {
 		t := time.NewTimer(limit)
