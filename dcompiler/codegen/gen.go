@@ -347,6 +347,8 @@ type probeGen struct {
 	lastLabel   string // made by labelNext
 	raised      map[string]bool
 	epid        uint32
+	subprogs    asm.Instructions  // callbacks, after the program's exit
+	callbacks   map[string]string // callback names by key
 }
 
 func (pg *probeGen) isDTrace() bool { return pg.probe.Provider == "dtrace" }
@@ -365,7 +367,7 @@ func (pg *probeGen) program(pr *providers.Probe, filtered bool, epid *uint32) (*
 		Name:         progName(pr),
 		Type:         pr.ProgType,
 		AttachType:   pr.AttachType,
-		Instructions: pg.insns,
+		Instructions: pg.withSubprogs(progName(pr)),
 		License:      "GPL",
 	}
 	return &Program{Probe: pr, Probes: []*providers.Probe{pr}, Spec: spec}, nil

@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
@@ -50,13 +52,55 @@ func (pg *probeGen) copyFrom(base asm.Register, off, size int) {
 // every iteration, and only values it does not know let the iterations'
 // paths merge.
 func (pg *probeGen) loop(r asm.Register, from int32, limit int32, body func(brk string)) {
-	head, brk := pg.newLabel("loop"), pg.newLabel("loop_end")
-	pg.emit(asm.Mov.Imm(r, from))
+	// The verifier explores a branch's fall-through first and keeps its
+	// taken side on a stack of at most 8192 for later. A loop written the
+	// plain way makes every way out a taken branch, and in a long loop
+	// these pile up (one or more per iteration, for every loop in the
+	// clause) until the stack overflows. So the ways out become
+	// fall-throughs: the loop test is at the bottom, going round again is
+	// its taken branch, and the body's jumps to brk are inverted to jump
+	// round a plain jump to brk. Each iteration's way out is then explored
+	// (and usually pruned) before the next iteration.
+	head, test, brk := pg.newLabel("loop"), pg.newLabel("loop_test"), pg.newLabel("loop_end")
+	pg.emit(asm.Mov.Imm(r, from), asm.Ja.Label(test))
 	pg.label(head)
-	pg.emit(asm.JSGE.Imm(r, limit, brk))
+	start := len(pg.insns)
 	body(brk)
-	pg.emit(asm.Add.Imm(r, 1), asm.Ja.Label(head))
+	pg.emit(asm.Add.Imm(r, 1))
+	pg.exitsFallThrough(start, brk)
+	pg.label(test)
+	pg.emit(asm.JSLT.Imm(r, limit, head))
 	pg.label(brk)
+}
+
+// inverse pairs the conditional jumps whose negation is a jump too.
+var inverse = map[asm.JumpOp]asm.JumpOp{
+	asm.JEq: asm.JNE, asm.JNE: asm.JEq,
+	asm.JGT: asm.JLE, asm.JLE: asm.JGT, asm.JGE: asm.JLT, asm.JLT: asm.JGE,
+	asm.JSGT: asm.JSLE, asm.JSLE: asm.JSGT, asm.JSGE: asm.JSLT, asm.JSLT: asm.JSGE,
+}
+
+// exitsFallThrough rewrites each "if c goto brk" from instruction start
+// on as "if !c goto next; goto brk; next:" (see loop). The instruction
+// after it exists: loop emits one after the body.
+func (pg *probeGen) exitsFallThrough(start int, brk string) {
+	var out asm.Instructions
+	insns := pg.insns[start:]
+	for i, ins := range insns {
+		inv, ok := inverse[ins.OpCode.JumpOp()]
+		if ins.Reference() != brk || !ok {
+			out = append(out, ins)
+			continue
+		}
+		next := insns[i+1].Symbol()
+		if next == "" {
+			next = pg.newLabel("loop_stay")
+			insns[i+1] = insns[i+1].WithSymbol(next)
+		}
+		ins.OpCode = ins.OpCode.SetJumpOp(inv)
+		out = append(out, ins.WithReference(next), asm.Ja.Label(brk))
+	}
+	pg.insns = append(pg.insns[:start], out...)
 }
 
 // subrStr generates a string-valued subroutine into base+off.
@@ -350,8 +394,8 @@ func (pg *probeGen) search(e *ast.Call, s, n int) error {
 		needle = []byte{byte(c)}
 	default:
 		lit, ok := literalOf(pg, e.Args[1])
-		if !ok {
-			return pg.errorf(e.Args[1].Start(), "%s( ) needs a constant string to look for", e.Fn)
+		if !ok || lit == "" {
+			return pg.searchVar(e, s, n)
 		}
 		needle = []byte(lit)
 	}
@@ -369,6 +413,76 @@ func (pg *probeGen) search(e *ast.Call, s, n int) error {
 		return pg.searchFrom(last, s, n, needle, start)
 	}
 	return pg.searchLoop(last, s, n, needle, 0)
+}
+
+// searchVar is search for a needle known only at run time: every
+// position needs a loop over the needle, so the positions are bpf_loop's
+// iterations.
+func (pg *probeGen) searchVar(e *ast.Call, s, n int) error {
+	last, from := e.Fn == "rindex", len(e.Args) == 3
+	t, err := pg.strTemp(e.Args[1], n)
+	if err != nil {
+		return err
+	}
+	vars := pg.allocScratch(16) // the answer, then the start
+	pg.emit(storeImm(regState, int16(vars), -1, asm.DWord))
+	if from {
+		if err := pg.expr(e.Args[2]); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regState, int16(vars+8), asm.R0, asm.DWord))
+	}
+	// In the callback, R1 is the position, R6 the string, R7 the needle,
+	// R8 the answer and start.
+	ret := func(v int32) { pg.emit(asm.Mov.Imm(asm.R0, v), asm.Return()) }
+	key := fmt.Sprintf("search:%v:%v:%d", last, from, n)
+	cb := pg.callback(key, 3, func() {
+		pg.emit(asm.JLT.Imm(asm.R1, int32(n), pg.labelNext("at_in")))
+		ret(1)
+		pg.label(pg.lastLabel)
+		match, nomatch := pg.newLabel("at_match"), pg.newLabel("at_nomatch")
+		if from {
+			// rindex stops past the start; index skips to it, but not
+			// past the string's end.
+			pg.emit(asm.LoadMem(asm.R4, asm.R8, 8, asm.DWord))
+			if last {
+				pg.emit(asm.JSLE.Reg(asm.R1, asm.R4, pg.labelNext("at_from")))
+				ret(1)
+				pg.label(pg.lastLabel)
+			} else {
+				pg.emit(asm.JSLT.Reg(asm.R1, asm.R4, nomatch))
+			}
+		}
+		pg.loop(asm.R2, 0, int32(n), func(brk string) {
+			pg.emit(asm.Mov.Reg(asm.R3, asm.R7), asm.Add.Reg(asm.R3, asm.R2), asm.LoadMem(asm.R3, asm.R3, 0, asm.Byte))
+			pg.emit(asm.JEq.Imm(asm.R3, 0, match))
+			pg.emit(asm.Mov.Reg(asm.R4, asm.R1), asm.Add.Reg(asm.R4, asm.R2))
+			pg.emit(asm.JGE.Imm(asm.R4, int32(n), nomatch))
+			pg.emit(asm.Mov.Reg(asm.R5, asm.R6), asm.Add.Reg(asm.R5, asm.R4), asm.LoadMem(asm.R5, asm.R5, 0, asm.Byte))
+			pg.emit(asm.JNE.Reg(asm.R5, asm.R3, nomatch))
+		})
+		pg.emit(asm.Ja.Label(nomatch))
+		pg.label(match)
+		pg.emit(asm.StoreMem(asm.R8, 0, asm.R1, asm.DWord))
+		if !last {
+			ret(1)
+		}
+		// The string ends: nothing further can match.
+		pg.label(nomatch)
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R6), asm.Add.Reg(asm.R3, asm.R1), asm.LoadMem(asm.R3, asm.R3, 0, asm.Byte))
+		pg.emit(asm.JNE.Imm(asm.R3, 0, pg.labelNext("at_more")))
+		ret(1)
+		pg.label(pg.lastLabel)
+		ret(0)
+	})
+	if err := pg.bpfLoop(int32(n), cb, s, t, vars); err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(vars), asm.DWord))
+	pg.emit(asm.JSLT.Imm(asm.R0, int32(n), pg.labelNext("search_in")))
+	pg.emit(asm.Mov.Imm(asm.R0, -1))
+	pg.label(pg.lastLabel)
+	return nil
 }
 
 // searchLoop scans every position for needle (or for the byte in the

@@ -104,10 +104,13 @@ func (pg *probeGen) pathPart(e *ast.Call, base asm.Register, off, size int) erro
 	pg.emit(asm.JNE.Imm(asm.R4, '/', stripped))
 	pg.emit(asm.Sub.Imm(end, 1), asm.Ja.Label(strip))
 	pg.label(stripped)
-	// slash = the last '/' before end, or -1, kept in memory.
+	// slash = the last '/' before end, or -1, kept in memory. end goes
+	// through memory too, so that every way out of the strip loop reaches
+	// the next loop as one state, not one per iteration.
 	slashSlot := pg.allocScratch(16)
 	pg.emit(storeImm(regState, int16(slashSlot), -1, asm.DWord))
 	pg.emit(asm.StoreMem(regState, int16(slashSlot+8), end, asm.DWord))
+	pg.emit(asm.LoadMem(end, regState, int16(slashSlot+8), asm.DWord))
 	pg.loop(asm.R0, 0, int32(S), func(brk string) {
 		pg.emit(asm.JGE.Reg(asm.R0, end, brk))
 		pg.emit(asm.Mov.Reg(asm.R3, p), asm.Add.Reg(asm.R3, asm.R0))
