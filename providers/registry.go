@@ -3,11 +3,13 @@ package providers
 import (
 	"fmt"
 	"sync"
+
+	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // Registry holds the providers in a fixed order, which is also the order of
 // probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
-// before return), sdt (by group and event). The IDs are the same for
+// before return), sdt (by group and event), rawtp (likewise). The IDs are the same for
 // `dstar -l` and for a run on the same kernel.
 type Registry struct {
 	providers []Provider
@@ -28,7 +30,15 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		n, err := sys.NumProbes()
 		return syscallFirst + n, err
 	})
-	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt, FBT{})
+	rawtp := NewRawTP(func() (int, error) {
+		n, err := sys.NumProbes()
+		if err != nil {
+			return 0, err
+		}
+		evs, err := tracefs.Events()
+		return syscallFirst + n + len(evs), err
+	})
+	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt, rawtp, FBT{})
 })
 
 // Providers returns the providers in order.

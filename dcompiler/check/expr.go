@@ -1104,15 +1104,32 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args[ ]", n)
 	}
 	if a := PositionalArg(env.Probe, int(n)); a != nil {
+		if a.BTF != nil {
+			return ktypes.FromBTF(a.BTF), nil
+		}
 		if a.Kind == providers.ArgPointer {
 			return &types.Type{Kind: types.Pointer, Size: 8, Name: a.Type, Elem: types.VoidT}, nil
 		}
 		return types.FromC(a.Type, a.Size, a.Signed), nil
 	}
-	if env.Probe != nil && env.Probe.Provider == "syscall" {
+	if env.Probe != nil && (env.Probe.Provider == "syscall" || typedArgs(env.Probe)) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
 	}
 	return types.Int64T, nil
+}
+
+// typedArgs reports whether p's positional arguments all come typed from
+// BTF (rawtp and fbt probes), so that an index past them is an error.
+func typedArgs(p *providers.Probe) bool {
+	if p.Args == nil || p.Provider != "rawtp" && p.Provider != "fbt" {
+		return false
+	}
+	for i := range p.Args {
+		if p.Args[i].BTF == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // PositionalArg returns probe p's Nth positional argument, if it declares

@@ -367,6 +367,7 @@ func (pg *probeGen) program(pr *providers.Probe, filtered bool, epid *uint32) (*
 		Name:         progName(pr),
 		Type:         pr.ProgType,
 		AttachType:   pr.AttachType,
+		AttachTo:     pr.AttachTo,
 		Instructions: pg.withSubprogs(progName(pr)),
 		License:      "GPL",
 	}
