@@ -21,4 +21,10 @@ type regsLayout struct {
 	// (x86 orig_ax, arm64 syscallno) and sysNrSize its size (8 or 4, signed).
 	sysNr     int16
 	sysNrSize int
+
+	// callArgs are the offsets of the registers the kernel's C calling
+	// convention passes the first arguments in, and ret that of the return
+	// value (kprobes on function entry and return).
+	callArgs []int16
+	ret      int16
 }

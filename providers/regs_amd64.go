@@ -13,4 +13,7 @@ var regs = regsLayout{
 	sysArgs:   [6]int16{112, 104, 96, 56, 72, 64},
 	sysNr:     120, // orig_ax
 	sysNrSize: 8,
+	// C ABI: di, si, dx, cx, r8, r9; the return value in ax.
+	callArgs: []int16{112, 104, 96, 88, 72, 64},
+	ret:      80,
 }

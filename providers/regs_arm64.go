@@ -12,4 +12,7 @@ var regs = regsLayout{
 	sysArgs:   [6]int16{0, 8, 16, 24, 32, 40},
 	sysNr:     280, // syscallno
 	sysNrSize: 4,
+	// C ABI: x0-x7; the return value in x0.
+	callArgs: []int16{0, 8, 16, 24, 32, 40, 48, 56},
+	ret:      0,
 }

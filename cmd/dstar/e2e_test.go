@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
@@ -473,10 +474,24 @@ func TestFreopen(t *testing.T) {
 	}
 }
 
-func TestFBTSaysWhatIsMissing(t *testing.T) {
+// TestFBT traces a kernel function where the kernel allows it, and
+// elsewhere checks that naming fbt fails with the message that says which
+// mechanisms the kernel lacks (this test's own probe of the kernel, not an
+// assumption, decides which).
+func TestFBT(t *testing.T) {
 	bpftest.Require(t)
-	r := dstar(t, 20*time.Second, "-n", "fbt::do_sys_openat2:entry { }")
-	if r.code != 1 || !strings.Contains(r.stderr, "invalid probe specifier fbt::do_sys_openat2:entry { }: fbt provider unavailable: ") {
+	script := `fbt::ksys_read:entry /pid == $target/ { @e = count(); } fbt::ksys_read:return /pid == $target/ { @r[arg1 >= 0] = count(); }`
+	if err := providers.FBTAvailable(); err == nil {
+		r := dstar(t, 20*time.Second, "-q", "-n", script, "-c", "head -c 1 /etc/hostname")
+		if r.code != 0 || !regexp.MustCompile(`(?m)^ +[1-9]\d*\n`).MatchString(r.stdout) {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		return
+	}
+	r := dstar(t, 20*time.Second, "-n", script)
+	want := "invalid probe specifier " + script + ": fbt provider unavailable: this kernel lacks kprobes ("
+	if r.code != 1 || !strings.Contains(r.stderr, want) ||
+		!strings.Contains(r.stderr, "), kprobe-multi links (") || !strings.Contains(r.stderr, ") and fentry/fexit programs (") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	// Listing everything is not disturbed by fbt.
