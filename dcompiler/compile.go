@@ -35,6 +35,9 @@ type Options struct {
 	Destructive bool // -w
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
+	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
+	OnCPU bool
+	CPU   int
 }
 
 // Program is a compiled D program.
@@ -70,7 +73,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: opts.StrSize,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
-		NSpec: opts.NSpec,
+		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU,
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -628,5 +629,43 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 		pad + "}\n\n"
 	if _, rest, _ := strings.Cut(r.stdout, "\n"); rest != want {
 		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
+	}
+}
+
+// TestProfileArgs samples a busy user-space loop: arg0 is the kernel PC
+// (0 in user mode), arg1 the user PC (0 in kernel mode), never both.
+func TestProfileArgs(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 30*time.Second, "-q", "-n",
+		`profile-997 /pid == $target/ { @[arg0 != 0, arg1 != 0, arg0 == 0 || (uint64_t)arg0 >> 48 == 0xffff, arg1 < 0x800000000000] = count(); }`,
+		"-c", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'`)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	user := regexp.MustCompile(`(?m)^ +0 +1 +1 +1 +(\d+)$`).FindStringSubmatch(r.stdout)
+	rows := regexp.MustCompile(`(?m)^ +(0 +1|1 +0) +1 +1 +\d+$`).FindAllString(r.stdout, -1)
+	if user == nil || len(user[1]) < 2 || len(rows) != len(strings.Split(strings.TrimSpace(r.stdout), "\n")) {
+		t.Errorf("want mostly user-mode samples (0 1 1 1), each with one PC:\n%s", r.stdout)
+	}
+}
+
+// TestCPUOption pins BEGIN, END and tick-N to one CPU with -x cpu, and
+// records nothing from other CPUs.
+func TestCPUOption(t *testing.T) {
+	bpftest.Require(t)
+	cpu := runtime.NumCPU() - 1
+	r := dstar(t, 20*time.Second, "-q", "-x", fmt.Sprintf("cpu=%d", cpu), "-n",
+		`BEGIN { printf("BEGIN %d\n", cpu); } tick-1ms { @t[cpu] = count(); } syscall:::entry { @s[cpu] = count(); }
+		tick-20ms { exit(0); } END { printf("END %d\n", cpu); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	want := regexp.MustCompile(fmt.Sprintf(`^BEGIN %[1]d\nEND %[1]d\n\n +%[1]d +\d+\n +%[1]d +\d+\n*$`, cpu))
+	if !want.MatchString(r.stdout) {
+		t.Errorf("stdout:\n%s\nwant BEGIN, END and every row on CPU %d", r.stdout, cpu)
+	}
+	r = dstar(t, 20*time.Second, "-x", "cpu=-1", "-n", "BEGIN { exit(0); }")
+	if r.code != 1 || !strings.Contains(r.stderr, "failed to set -x cpu: Invalid value for specified option") {
+		t.Errorf("-x cpu=-1: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -246,12 +246,14 @@ func (t *tracer) run() int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	cpu, onCPU := cpuOption(t.opts)
 	sess := engine.NewSession(engine.Options{
 		// JSON records carry what quiet mode prints: no probe lines.
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
+		OnCPU: onCPU, CPU: cpu,
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
@@ -300,7 +302,9 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	aggsize, _ := engine.ParseSize(t.opts["aggsize"], 4<<20)
 	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
 	nspec, _ := strconv.Atoi(t.opts["nspec"])
+	cpu, onCPU := cpuOption(t.opts)
 	return dcompiler.Compile(t.files, dcompiler.Options{
+		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
 		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
 		DynVarSize: int(dynvarsize), NSpec: nspec,
@@ -449,6 +453,15 @@ func checkOptions(opts map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// cpuOption is -x cpu: the one CPU to trace on, and whether it is set.
+func cpuOption(opts map[string]string) (int, bool) {
+	v, ok := opts["cpu"]
+	if !ok {
+		return 0, false
+	}
+	return engine.ParseCPU(v)
 }
 
 // switchRate is how often records are read (-x switchrate), 0 for the
