@@ -669,3 +669,51 @@ func TestCPUOption(t *testing.T) {
 		t.Errorf("-x cpu=-1: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestListVerbose checks dtrace -lv's layout: each probe's line, its
+// stability and its arguments' types.
+func TestListVerbose(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-l", "-v", "-n", "BEGIN", "-n", "syscall::read:entry", "-n", "rawtp:sched::sched_switch")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	attrs := func(probe, args string) string {
+		f := func(title, a string) string {
+			v := strings.Split(a, "/")
+			return "\n\t" + title + "\n\t\tIdentifier Names: " + v[0] + "\n\t\tData Semantics:   " + v[1] + "\n\t\tDependency Class: " + v[2] + "\n"
+		}
+		return f("Probe Description Attributes", probe) + f("Argument Attributes", args) + "\n\tArgument Types\n"
+	}
+	want := "   ID   PROVIDER            MODULE                          FUNCTION NAME\n" +
+		"    1     dtrace                                                     BEGIN\n" +
+		attrs("Stable/Stable/Common", "Stable/Stable/Common") + "\t\tNone\n\n" +
+		"ID syscall           vmlinux                              read entry\n" +
+		attrs("Evolving/Evolving/Common", "Private/Private/ISA") +
+		"\t\targs[0]: unsigned int\n\t\targs[1]: char *\n\t\targs[2]: size_t\n\n" +
+		"ID rawtp             sched                                   sched_switch\n" +
+		attrs("Private/Private/Unknown", "Private/Private/ISA") +
+		"\t\targs[0]: bool\n\t\targs[1]: struct task_struct *\n\t\targs[2]: struct task_struct *\n"
+	got := regexp.MustCompile(`(?m)^ *\d+ +(syscall|rawtp)`).ReplaceAllString(r.stdout, "ID $1")
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("stdout:\n%s\nwant it to start:\n%s", got, want)
+	}
+}
+
+// TestListSpeed lists every probe, and every sdt probe with its argument
+// types: both must stay quick (dtrace -l is used interactively).
+func TestListSpeed(t *testing.T) {
+	bpftest.Require(t)
+	for _, args := range [][]string{{"-l"}, {"-l", "-v", "-P", "sdt"}, {"-l", "-v"}} {
+		start := time.Now()
+		r := dstar(t, 20*time.Second, args...)
+		took := time.Since(start)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		t.Logf("dstar %s: %d lines in %v", strings.Join(args, " "), strings.Count(r.stdout, "\n"), took)
+		if took > time.Second {
+			t.Errorf("dstar %s took %v", strings.Join(args, " "), took)
+		}
+	}
+}

@@ -391,8 +391,13 @@ func (t *tracer) list() int {
 	}
 	var all []*providers.Probe
 	seen := map[int]bool{}
+	// -v wants argument types, which may cost reading formats and BTF.
+	find := t.reg.List
+	if t.cfg.verbose {
+		find = t.reg.Match
+	}
 	for i, d := range descs {
-		probes, err := t.reg.List(d)
+		probes, err := find(d)
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
@@ -418,6 +423,10 @@ func (t *tracer) printList(probes []*providers.Probe) {
 	io.WriteString(w, output.ListHeader())
 	for _, p := range probes {
 		io.WriteString(w, output.ListLine(p.ID, p.Provider, p.Module, p.Function, p.Name))
+		if t.cfg.verbose {
+			pa, aa := providers.Stability(p.Provider)
+			io.WriteString(w, output.ListAttrs([3]string{pa.Name, pa.Data, pa.Class}, [3]string{aa.Name, aa.Data, aa.Class}, providers.ArgTypes(p)))
+		}
 	}
 }
 
