@@ -257,16 +257,6 @@ func (f *FBT) probes(d Desc, typed bool) ([]*Probe, error) {
 	return out, nil
 }
 
-// NumProbes is how many probes fbt lists (none where it is unavailable),
-// for the IDs of providers after it.
-func (f *FBT) NumProbes() (int, error) {
-	if FBTAvailable() != nil {
-		return 0, nil
-	}
-	syms, err := kernelFunctions()
-	return 2 * len(syms), err
-}
-
 // setMethod picks how pr fires: fentry/fexit where the function has a BTF
 // prototype, else kprobe-multi or a kprobe. It reports false when none
 // can reach the function.

@@ -717,3 +717,18 @@ func TestListSpeed(t *testing.T) {
 		}
 	}
 }
+
+// TestRawTPCount counts context switches on a BTF tracepoint, reading the
+// tasks through args[1] and args[2]: the previous task is the current one.
+func TestRawTPCount(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-n",
+		`rawtp:sched::sched_switch { @[args[1]->pid == tid, stringof(args[1]->comm) == execname, args[2]->pid != tid || tid == 0] = count(); }
+		tick-50ms { exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`^\n +1 +1 +1 +[1-9]\d*\n$`).MatchString(r.stdout) {
+		t.Errorf("stdout:\n%q\nwant one row: 1 1 1 COUNT", r.stdout)
+	}
+}
