@@ -123,8 +123,11 @@ func (r *RawTP) NumProbes() (int, error) {
 	return n, nil
 }
 
-// kernelBTF is the kernel's BTF, read once and only when a rawtp or fbt
-// probe needs its types (it takes tens of milliseconds).
+// KernelBTF returns the kernel's BTF, read once per process and only when
+// something needs kernel types (it takes tens of milliseconds): rawtp and
+// fbt arguments, and the compiler's kernel types, share it.
+func KernelBTF() (*btf.Spec, error) { return kernelBTF() }
+
 var kernelBTF = sync.OnceValues(func() (*btf.Spec, error) {
 	btfLoaded.Store(true)
 	return btf.LoadKernelSpec()
