@@ -72,14 +72,12 @@ func FBTAvailable() error {
 		ErrFBTUnavailable, f.Kprobe, f.KprobeMulti, f.Fentry)
 }
 
-// probeFBT tries each mechanism once on a function every kernel has.
+// probeFBT tries each mechanism once on a function every kernel has:
+// vfs_read, exported since Linux's first versions and on no blacklist.
+// (Checking /proc/kallsyms for it first would cost a third of a second.)
 var probeFBT = sync.OnceValue(func() FBTFeatures {
+	const sym = "vfs_read"
 	var f FBTFeatures
-	sym, err := fbtProbeSymbol()
-	if err != nil {
-		err = fmt.Errorf("no function to try it on: %w", err)
-		return FBTFeatures{err, err, err}
-	}
 	f.Kprobe = tryKprobe(sym)
 	if err := features.HaveBPFLinkKprobeMulti(); errors.Is(err, ebpf.ErrNotSupported) {
 		f.KprobeMulti = errors.New("the kernel refuses BPF_TRACE_KPROBE_MULTI links: they need CONFIG_FPROBE, Linux 5.18+")
@@ -89,28 +87,6 @@ var probeFBT = sync.OnceValue(func() FBTFeatures {
 	f.Fentry = tryFentry(sym)
 	return f
 })
-
-// fbtCandidates are functions to try the mechanisms on: long-lived and not
-// on kprobes' blacklist.
-var fbtCandidates = []string{"vfs_read", "do_sys_openat2", "ksys_read"}
-
-// fbtProbeSymbol returns the first of fbtCandidates the kernel has.
-func fbtProbeSymbol() (string, error) {
-	syms, err := kernelFunctions()
-	if err != nil {
-		return "", err
-	}
-	have := map[string]bool{}
-	for _, s := range syms {
-		have[s.name] = true
-	}
-	for _, c := range fbtCandidates {
-		if have[c] {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("none of %s in /proc/kallsyms", strings.Join(fbtCandidates, ", "))
-}
 
 // trivial is a program that does nothing.
 var trivial = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
@@ -168,37 +144,48 @@ type ksym struct{ name, module string }
 // kernelFunctions reads the text symbols of /proc/kallsyms once, each name
 // once per module (a kprobe on a name takes its first definition).
 var kernelFunctions = sync.OnceValues(func() ([]ksym, error) {
+	// One large read: kallsyms is slow to read in small pieces (4 KiB
+	// reads take seconds here).
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel functions: %w", err)
 	}
 	defer f.Close()
+	b, err := io.ReadAll(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading kernel functions: %w", err)
+	}
+	return parseKallsyms(string(b)), nil
+})
+
+// parseKallsyms returns the text symbols of /proc/kallsyms.
+func parseKallsyms(all string) []ksym {
 	var out []ksym
 	seen := map[ksym]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "ffffffff81000000 T name [module]"
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 || (fields[1] != "t" && fields[1] != "T") {
+	for len(all) > 0 {
+		line, rest, _ := strings.Cut(all, "\n")
+		all = rest
+		// "ffffffff81000000 T name\t[module]"
+		_, line, _ = strings.Cut(line, " ")
+		kind, line, ok := strings.Cut(line, " ")
+		if !ok || kind != "t" && kind != "T" {
 			continue
 		}
-		s := ksym{name: fields[2], module: "vmlinux"}
-		if len(fields) > 3 {
-			s.module = strings.Trim(fields[3], "[]")
+		name, mod, hasMod := strings.Cut(line, "\t")
+		s := ksym{name: name, module: "vmlinux"}
+		if hasMod {
+			s.module = strings.Trim(mod, "[]")
 		}
 		// Compiler-made clones (foo.isra.0, foo.cold) are not functions
-		// one can name in C, nor trace by name reliably.
-		if strings.ContainsRune(s.name, '.') || seen[s] {
+		// one can name in C, nor trace by name reliably; BPF programs and ftrace trampolines are not kernel functions.
+		if strings.ContainsRune(s.name, '.') || seen[s] || s.module == "bpf" || strings.HasPrefix(s.module, "__builtin") {
 			continue
 		}
 		seen[s] = true
 		out = append(out, s)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading kernel functions: %w", err)
-	}
-	return out, nil
-})
+	return out
+}
 
 // Probes returns the kernel functions d matches, two probes each. Naming
 // fbt on a kernel that cannot trace functions is an error; listing every
@@ -265,7 +252,7 @@ func (*FBT) setMethod(pr *Probe, spec *btf.Spec, feat FBTFeatures) bool {
 	if spec != nil && pr.Module == "vmlinux" {
 		var fn *btf.Func
 		if err := spec.TypeByName(pr.Function, &fn); err == nil {
-			if fp, ok := fn.Type.(*btf.FuncProto); ok && len(fp.Params) <= maxFireArgs {
+			if fp, ok := fn.Type.(*btf.FuncProto); ok && len(fp.Params) <= maxFireArgs && oneSlotEach(fp) {
 				pr.ProgType, pr.AttachType, pr.AttachTo = ebpf.Tracing, ebpf.AttachTraceFEntry, pr.Function
 				if ret {
 					pr.AttachType = ebpf.AttachTraceFExit
@@ -289,12 +276,35 @@ func (*FBT) setMethod(pr *Probe, spec *btf.Spec, feat FBTFeatures) bool {
 	return true
 }
 
+// oneSlotEach reports whether each of a function's arguments, and its
+// return value, takes one u64 slot of an fentry/fexit context, so that
+// argument i is slot i. (A struct passed by value may take two.)
+func oneSlotEach(fp *btf.FuncProto) bool {
+	fits := func(t btf.Type) bool {
+		if _, void := btf.UnderlyingType(t).(*btf.Void); void {
+			return true
+		}
+		n, err := btf.Sizeof(t)
+		return err == nil && n <= 8
+	}
+	for _, p := range fp.Params {
+		if !fits(p.Type) {
+			return false
+		}
+	}
+	return fits(fp.Return)
+}
+
 // fentryArgs types an fentry probe's args[] from the function's prototype
 // and an fexit probe's as DTrace's fbt return: args[1] is the return
 // value (args[0], the offset of the return instruction, is not known).
 func fentryArgs(fp *btf.FuncProto, ret bool) []Arg {
 	if ret {
-		return []Arg{{Type: "int", Kind: ArgInt, Size: 4, Signed: true}, btfArg(fp.Return)}
+		args := []Arg{{Type: "int", Kind: ArgInt, Size: 4, Signed: true}}
+		if _, void := btf.UnderlyingType(fp.Return).(*btf.Void); !void {
+			args = append(args, btfArg(fp.Return))
+		}
+		return args
 	}
 	args := []Arg{}
 	for _, p := range fp.Params {
@@ -339,8 +349,8 @@ func (*FBT) Prologue(pr *Probe, p *Prologue) error {
 			}
 		}
 	case fp.method == fbtFentry:
-		zeroArgs(p, 0) // arg0, the return offset, is unknown; arg1 is set below
-		if p.Unused&(1<<1) == 0 {
+		zeroArgs(p, 0)                                // arg0, the return offset, is unknown; arg1 is set below
+		if p.Unused&(1<<1) == 0 && len(pr.Args) > 1 { // not for a void function
 			load(int16(8*fp.nargs), arg(1))
 			storeArg(p, 1, asm.R0)
 		}

@@ -2,10 +2,12 @@ package providers
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
 // TestFBTKprobePrologue loads kprobe programs around the fbt entry and
@@ -50,5 +52,63 @@ func TestFBTUnavailable(t *testing.T) {
 	}
 	if ps, err := f.List(Desc{}); err != nil || len(ps) != 0 {
 		t.Errorf("listing all: %d probes, %v", len(ps), err)
+	}
+}
+
+// TestFBTFentryTypes checks how fentry/fexit probes are typed from BTF
+// (which needs no fentry support, only BTF): entry args are the
+// function's parameters, return's args[1] its return value.
+func TestFBTFentryTypes(t *testing.T) {
+	spec, err := KernelBTF()
+	if err != nil {
+		bpftest.Skip(t, "no kernel BTF: "+err.Error())
+	}
+	f := NewFBT(func() (int, error) { return 1, nil })
+	types := func(pr *Probe) []string {
+		var out []string
+		for _, a := range pr.Args {
+			out = append(out, a.Type)
+		}
+		return out
+	}
+	entry := &Probe{Provider: "fbt", Module: "vmlinux", Function: "ksys_read", Name: "entry"}
+	if !f.setMethod(entry, spec, FBTFeatures{}) || entry.AttachType != ebpf.AttachTraceFEntry || entry.AttachTo != "ksys_read" ||
+		fmt.Sprint(types(entry)) != "[unsigned int char * size_t]" {
+		t.Errorf("ksys_read:entry: %v %q %v", entry.AttachType, entry.AttachTo, types(entry))
+	}
+	ret := &Probe{Provider: "fbt", Module: "vmlinux", Function: "ksys_read", Name: "return"}
+	if !f.setMethod(ret, spec, FBTFeatures{}) || ret.AttachType != ebpf.AttachTraceFExit || fmt.Sprint(types(ret)) != "[int ssize_t]" {
+		t.Errorf("ksys_read:return: %v %v", ret.AttachType, types(ret))
+	}
+	if fp := ret.Private.(fbtProbe); fp.nargs != 3 || !fp.ret || fp.method != fbtFentry {
+		t.Errorf("ksys_read:return: %+v", fp)
+	}
+	void := &Probe{Provider: "fbt", Module: "vmlinux", Function: "schedule", Name: "return"}
+	if f.setMethod(void, spec, FBTFeatures{}); len(void.Args) != 1 {
+		t.Errorf("schedule:return (void): args %v", types(void))
+	}
+	// Without fentry and without BTF, a kprobe.
+	kp := &Probe{Provider: "fbt", Module: "vmlinux", Function: "ksys_read", Name: "entry"}
+	miss := errors.New("missing")
+	if !f.setMethod(kp, nil, FBTFeatures{KprobeMulti: miss, Fentry: miss}) || kp.ProgType != ebpf.Kprobe || kp.Args != nil {
+		t.Errorf("kprobe fallback: %v %v", kp.ProgType, kp.Args)
+	}
+	if f.setMethod(kp, nil, FBTFeatures{miss, miss, miss}) {
+		t.Error("a probe with no mechanism was accepted")
+	}
+}
+
+func TestParseKallsyms(t *testing.T) {
+	in := "ffffffff81000000 T _stext\n" +
+		"ffffffff81001000 t vfs_read\n" +
+		"ffffffff81002000 t vfs_read\n" + // a second static of the same name
+		"ffffffff81003000 t foo.isra.0\n" +
+		"ffffffff81004000 D some_data\n" +
+		"ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n" +
+		"ffffffffc0025df0 t bpf_prog_fe5c_d1_BEGIN\t[bpf]\n" +
+		"ffffffffc0300000 t xfs_read\t[xfs]\n"
+	got := fmt.Sprint(parseKallsyms(in))
+	if want := "[{_stext vmlinux} {vfs_read vmlinux} {xfs_read xfs}]"; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
