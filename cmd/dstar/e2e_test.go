@@ -633,19 +633,26 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 }
 
 // TestProfileArgs samples a busy user-space loop: arg0 is the kernel PC
-// (0 in user mode), arg1 the user PC (0 in kernel mode), never both.
+// (0 in user mode), arg1 the user PC (0 in kernel mode), never both; on
+// profile-N, and on tick-N pinned with the loop to one CPU.
 func TestProfileArgs(t *testing.T) {
 	bpftest.Require(t)
-	r := dstar(t, 30*time.Second, "-q", "-n",
-		`profile-997 /pid == $target/ { @[arg0 != 0, arg1 != 0, arg0 == 0 || (uint64_t)arg0 >> 48 == 0xffff, arg1 < 0x800000000000] = count(); }`,
-		"-c", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'`)
-	if r.code != 0 {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
-	}
-	user := regexp.MustCompile(`(?m)^ +0 +1 +1 +1 +(\d+)$`).FindStringSubmatch(r.stdout)
-	rows := regexp.MustCompile(`(?m)^ +(0 +1|1 +0) +1 +1 +\d+$`).FindAllString(r.stdout, -1)
-	if user == nil || len(user[1]) < 2 || len(rows) != len(strings.Split(strings.TrimSpace(r.stdout), "\n")) {
-		t.Errorf("want mostly user-mode samples (0 1 1 1), each with one PC:\n%s", r.stdout)
+	cpu := strconv.Itoa(runtime.NumCPU() - 1)
+	loop := `sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'`
+	clause := ` /pid == $target/ { @[arg0 != 0, arg1 != 0, arg0 == 0 || (uint64_t)arg0 >> 48 == 0xffff, arg1 < 0x800000000000] = count(); }`
+	for _, args := range [][]string{
+		{"-n", "profile-997" + clause, "-c", loop},
+		{"-x", "cpu=" + cpu, "-n", "tick-1ms" + clause, "-c", "taskset -c " + cpu + " " + loop},
+	} {
+		r := dstar(t, 30*time.Second, append([]string{"-q"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d, stderr %s", args, r.code, r.stderr)
+		}
+		user := regexp.MustCompile(`(?m)^ +0 +1 +1 +1 +(\d+)$`).FindStringSubmatch(r.stdout)
+		rows := regexp.MustCompile(`(?m)^ +(0 +1|1 +0) +1 +1 +\d+$`).FindAllString(r.stdout, -1)
+		if user == nil || len(user[1]) < 2 || len(rows) != len(strings.Split(strings.TrimSpace(r.stdout), "\n")) {
+			t.Errorf("%q: want mostly user-mode samples (0 1 1 1), each with one PC:\n%s", args, r.stdout)
+		}
 	}
 }
 
