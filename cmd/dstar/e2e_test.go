@@ -615,3 +615,36 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
 	}
 }
+
+// TestSeveralTargets: with several -c and -p, dstar (as dtrace) says how
+// each process went and stops only when all have gone; $target is the
+// first -c's pid.
+func TestSeveralTargets(t *testing.T) {
+	bpftest.Require(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	cmd := exec.Command(dstarBin, "-n", `BEGIN { printf("target %d\n", $target); }`,
+		"-c", "sh -c 'exit 3'", "-c", "sh -c 'kill -9 $$'", "-p", strconv.Itoa(sleeper.Process.Pid))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &errb, "exited with status 3\n")
+	waitFor(t, &errb, "terminated by SIGKILL\n")
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`dstar: pid (\d+) exited with status 3\n`).FindStringSubmatch(errb.String())
+	if m == nil || !strings.Contains(out.String(), "target "+m[1]+"\n") {
+		t.Errorf("$target is not the first -c's pid: stdout %q, stderr %q", out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), fmt.Sprintf("dstar: pid %d has exited\n", sleeper.Process.Pid)) {
+		t.Errorf("no notice for the -p process: %q", errb.String())
+	}
+}
