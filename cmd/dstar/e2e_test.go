@@ -648,3 +648,15 @@ func TestSeveralTargets(t *testing.T) {
 		t.Errorf("no notice for the -p process: %q", errb.String())
 	}
 }
+
+// TestTargetHeldAtExec: a -c command is held at its exec until every
+// probe is attached, so its very first system call (the dynamic linker's
+// brk) is seen.
+func TestTargetHeldAtExec(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "/bin/true", "-n",
+		`syscall:::entry /pid == $target && !seen/ { seen = 1; printf("%s\n", probefunc); }`)
+	if r.code != 0 || r.stdout != "brk\n\n" {
+		t.Errorf("exit %d, stdout %q (want the first syscall, brk), stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
