@@ -739,3 +739,48 @@ func TestRawTPCount(t *testing.T) {
 		t.Errorf("stdout:\n%q\nwant one row: 1 1 1 COUNT", r.stdout)
 	}
 }
+
+// TestSeveralTargets: with several -c and -p, dstar (as dtrace) says how
+// each process went and stops only when all have gone; $target is the
+// first -c's pid.
+func TestSeveralTargets(t *testing.T) {
+	bpftest.Require(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	cmd := exec.Command(dstarBin, "-n", `BEGIN { printf("target %d\n", $target); }`,
+		"-c", "sh -c 'exit 3'", "-c", "sh -c 'kill -9 $$'", "-p", strconv.Itoa(sleeper.Process.Pid))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &errb, "exited with status 3\n")
+	waitFor(t, &errb, "terminated by SIGKILL\n")
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`dstar: pid (\d+) exited with status 3\n`).FindStringSubmatch(errb.String())
+	if m == nil || !strings.Contains(out.String(), "target "+m[1]+"\n") {
+		t.Errorf("$target is not the first -c's pid: stdout %q, stderr %q", out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), fmt.Sprintf("dstar: pid %d has exited\n", sleeper.Process.Pid)) {
+		t.Errorf("no notice for the -p process: %q", errb.String())
+	}
+}
+
+// TestTargetHeldAtExec: a -c command is held at its exec until every
+// probe is attached, so its very first system call (the dynamic linker's
+// brk) is seen.
+func TestTargetHeldAtExec(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "/bin/true", "-n",
+		`syscall:::entry /pid == $target && !seen/ { seen = 1; printf("%s\n", probefunc); }`)
+	if r.code != 0 || r.stdout != "brk\n\n" {
+		t.Errorf("exit %d, stdout %q (want the first syscall, brk), stderr %q", r.code, r.stdout, r.stderr)
+	}
+}

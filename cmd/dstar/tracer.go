@@ -265,20 +265,34 @@ func (t *tracer) run() int {
 		k.release()
 	}
 
-	exited := firstDone(targetExits)
-	select {
-	case <-sess.Done():
-	case <-sigs:
-		// A second interrupt leaves at once; the kernel releases every
-		// object with the process's file descriptors.
-		go func() {
-			<-sigs
-			bw.Close()
-			os.Exit(exitError)
-		}()
-	case i := <-exited:
-		if !quiet {
-			t.errorf("pid %d has exited", targetPids[i])
+	// As dtrace(1), stop when every -c and -p process has gone, saying
+	// how each went.
+	exited, live := eachDone(targetExits), len(targetExits)
+wait:
+	for {
+		select {
+		case <-sess.Done():
+			break wait
+		case <-sigs:
+			// A second interrupt leaves at once; the kernel releases every
+			// object with the process's file descriptors.
+			go func() {
+				<-sigs
+				bw.Close()
+				os.Exit(exitError)
+			}()
+			break wait
+		case i := <-exited:
+			if !quiet {
+				var state *os.ProcessState
+				if i < len(kids) {
+					state = kids[i].state
+				}
+				t.errorf("%s", exitNotice(targetPids[i], state))
+			}
+			if live--; live == 0 {
+				break wait
+			}
 		}
 	}
 	if err := en.Disable(); err != nil {
@@ -441,9 +455,8 @@ func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w 
 	}
 }
 
-// firstDone delivers the index of the first of chs to be closed. dtrace
-// stops when any of its -c or -p processes exits.
-func firstDone(chs []<-chan struct{}) <-chan int {
+// eachDone delivers the index of each of chs as it is closed.
+func eachDone(chs []<-chan struct{}) <-chan int {
 	out := make(chan int, len(chs))
 	for i, ch := range chs {
 		go func() {
