@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
 // FBT is the function-boundary provider: fbt:MODULE:FUNCTION:entry|return
@@ -138,47 +139,25 @@ func trimMemlock(err error) error {
 	return errors.New(msg)
 }
 
-// ksym is a kernel function: its name and module ("vmlinux" if built in).
-type ksym struct{ name, module string }
-
-// kernelFunctions reads the text symbols of /proc/kallsyms once, each name
-// once per module (a kprobe on a name takes its first definition).
-var kernelFunctions = sync.OnceValues(func() ([]ksym, error) {
-	// One large read: kallsyms is slow to read in small pieces (4 KiB
-	// reads take seconds here).
-	f, err := os.Open("/proc/kallsyms")
+// kernelFunctions returns the kernel functions one can trace by name,
+// each once per module (a kprobe on a name takes its first definition), in
+// /proc/kallsyms order.
+var kernelFunctions = sync.OnceValues(func() ([]ksym.Func, error) {
+	t, err := ksym.Kernel()
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel functions: %w", err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading kernel functions: %w", err)
-	}
-	return parseKallsyms(string(b)), nil
+	return traceable(t.Functions()), nil
 })
 
-// parseKallsyms returns the text symbols of /proc/kallsyms.
-func parseKallsyms(all string) []ksym {
-	var out []ksym
-	seen := map[ksym]bool{}
-	for len(all) > 0 {
-		line, rest, _ := strings.Cut(all, "\n")
-		all = rest
-		// "ffffffff81000000 T name\t[module]"
-		_, line, _ = strings.Cut(line, " ")
-		kind, line, ok := strings.Cut(line, " ")
-		if !ok || kind != "t" && kind != "T" {
-			continue
-		}
-		name, mod, hasMod := strings.Cut(line, "\t")
-		s := ksym{name: name, module: "vmlinux"}
-		if hasMod {
-			s.module = strings.Trim(mod, "[]")
-		}
-		// Compiler-made clones (foo.isra.0, foo.cold) are not functions
-		// one can name in C, nor trace by name reliably; BPF programs and ftrace trampolines are not kernel functions.
-		if strings.ContainsRune(s.name, '.') || seen[s] || s.module == "bpf" || strings.HasPrefix(s.module, "__builtin") {
+// traceable drops what one cannot name in C or trace by name reliably:
+// compiler-made clones (foo.isra.0, foo.cold), BPF programs and ftrace
+// trampolines.
+func traceable(all []ksym.Func) []ksym.Func {
+	var out []ksym.Func
+	seen := map[ksym.Func]bool{}
+	for _, s := range all {
+		if strings.ContainsRune(s.Name, '.') || seen[s] || s.Module == "bpf" || strings.HasPrefix(s.Module, "__builtin") {
 			continue
 		}
 		seen[s] = true
@@ -227,14 +206,14 @@ func (f *FBT) probes(d Desc, typed bool) ([]*Probe, error) {
 	}
 	var out []*Probe
 	for i, s := range syms {
-		if !fieldMatch(d.Module, s.module) || !fieldMatch(d.Function, s.name) {
+		if !fieldMatch(d.Module, s.Module) || !fieldMatch(d.Function, s.Name) {
 			continue
 		}
 		for j, name := range []string{"entry", "return"} {
 			if !fieldMatch(d.Name, name) {
 				continue
 			}
-			pr := &Probe{ID: first + 2*i + j, Provider: "fbt", Module: s.module, Function: s.name, Name: name}
+			pr := &Probe{ID: first + 2*i + j, Provider: "fbt", Module: s.Module, Function: s.Name, Name: name}
 			if typed && !f.setMethod(pr, spec, feat) {
 				continue // no mechanism reaches this function
 			}

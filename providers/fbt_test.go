@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
 // TestFBTKprobePrologue loads kprobe programs around the fbt entry and
@@ -107,7 +109,11 @@ func TestParseKallsyms(t *testing.T) {
 		"ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n" +
 		"ffffffffc0025df0 t bpf_prog_fe5c_d1_BEGIN\t[bpf]\n" +
 		"ffffffffc0300000 t xfs_read\t[xfs]\n"
-	got := fmt.Sprint(parseKallsyms(in))
+	tab, err := ksym.Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(traceable(tab.Functions()))
 	if want := "[{_stext vmlinux} {vfs_read vmlinux} {xfs_read xfs}]"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}

@@ -34,7 +34,11 @@ type Table struct {
 	addrs []uint64
 	funcs []string
 	mods  []string
+	all   []Func // every text symbol, in kallsyms order
 }
+
+// Func is a kernel function's name and module.
+type Func struct{ Name, Module string }
 
 // maxGap bounds how far past the last symbol an address may be and still
 // be taken as inside it.
@@ -55,17 +59,15 @@ func Kernel() (*Table, error) {
 			return
 		}
 		defer f.Close()
-		loaded, loadErr = Parse(f)
-		if loadErr == nil && len(loaded.addrs) == 0 {
-			loadErr = fmt.Errorf("/proc/kallsyms lists no addresses (kernel.kptr_restrict hides them from this user)")
-		}
+		// One large read: kallsyms is slow to read in small pieces.
+		loaded, loadErr = Parse(bufio.NewReaderSize(f, 1<<20))
 	})
 	return loaded, loadErr
 }
 
 // Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Only
 // code symbols (types t, T, w, W) are kept; zero addresses, which mean
-// the addresses are hidden, are left out.
+// the addresses are hidden, are listed by Functions but not looked up.
 func Parse(r io.Reader) (*Table, error) {
 	type sym struct {
 		addr   uint64
@@ -93,9 +95,6 @@ func Parse(r io.Reader) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
 		}
-		if addr == 0 {
-			continue
-		}
 		mod := "vmlinux"
 		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
 			name := string(f[3][1 : len(f[3])-1])
@@ -111,6 +110,10 @@ func Parse(r io.Reader) (*Table, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	t := &Table{all: make([]Func, len(syms))}
+	for i, s := range syms {
+		t.all[i] = Func{s.fn, s.mod}
+	}
 	// At one address, a global name is preferred to a local alias, then
 	// the one listed first.
 	sort.Slice(syms, func(i, j int) bool {
@@ -123,9 +126,9 @@ func Parse(r io.Reader) (*Table, error) {
 		}
 		return a.order < b.order
 	})
-	t := &Table{}
 	for i, s := range syms {
-		if i > 0 && syms[i-1].addr == s.addr {
+		// Zero is a hidden address: the name is listed, not placed.
+		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr {
 			continue
 		}
 		t.addrs = append(t.addrs, s.addr)
@@ -135,10 +138,15 @@ func Parse(r io.Reader) (*Table, error) {
 	return t, nil
 }
 
+// Functions returns every text symbol in kallsyms order (local ones with
+// the same name in several places more than once).
+func (t *Table) Functions() []Func { return t.all }
+
 // Len is the number of distinct symbol addresses.
 func (t *Table) Len() int { return len(t.addrs) }
 
-// Lookup finds the symbol containing addr.
+// Lookup finds the symbol containing addr (none when kallsyms hides the
+// addresses from this user).
 func (t *Table) Lookup(addr uint64) (Symbol, bool) {
 	i := sort.Search(len(t.addrs), func(i int) bool { return t.addrs[i] > addr }) - 1
 	if i < 0 {
