@@ -22,8 +22,20 @@ type frame struct {
 // differs at or above its depth. Children thus come in name order, and a
 // caller's own samples (stacks that end in it) come before its callees.
 // frames[0] is the root; the others follow in pre-order, each after its
-// parent. It returns the total number of samples, or errSampleOverflow.
-func layout(stacks []Stack) ([]frame, uint64, error) {
+// parent. Frames that cover less than minFraction of all samples, or none, are
+// left out; a frame's descendants are no wider than it, so none is orphaned.
+// It returns the total number of samples, or errSampleOverflow.
+func layout(stacks []Stack, minFraction float64) ([]frame, uint64, error) {
+	var total uint64
+	for _, s := range stacks {
+		var carry uint64
+		total, carry = bits.Add64(total, s.Count, 0)
+		if carry != 0 {
+			return nil, 0, errSampleOverflow
+		}
+	}
+	// At least one sample: a frame with none is never drawn.
+	minSamples := max(1, minFraction*float64(total))
 	sorted := slices.Clone(stacks)
 	slices.SortFunc(sorted, compareStacks)
 
@@ -38,23 +50,30 @@ func layout(stacks []Stack) ([]frame, uint64, error) {
 			common++
 		}
 		for len(open) > common {
-			f := &frames[open[len(open)-1]]
-			f.count = pos - f.start
+			i := open[len(open)-1]
 			open = open[:len(open)-1]
+			frames[i].count = pos - frames[i].start
+			if float64(frames[i].count) < minSamples {
+				// Everything after it is a descendant, closed already
+				// and narrower still: drop them all. Big profiles would
+				// otherwise hold millions of frames here.
+				frames = frames[:i]
+			}
 		}
 		for d := common; d < len(s.Frames); d++ {
 			open = append(open, len(frames))
 			frames = append(frames, frame{name: s.Frames[d], depth: d + 1, start: pos})
 		}
-		var carry uint64
-		pos, carry = bits.Add64(pos, s.Count, 0)
-		if carry != 0 {
-			return nil, 0, errSampleOverflow
-		}
+		pos += s.Count // cannot overflow: the total did not
 		prev = s.Frames
 	}
-	for _, i := range open {
+	for len(open) > 0 {
+		i := open[len(open)-1]
+		open = open[:len(open)-1]
 		frames[i].count = pos - frames[i].start
+		if float64(frames[i].count) < minSamples {
+			frames = frames[:i]
+		}
 	}
 	frames[0].count = pos
 	return frames, pos, nil

@@ -48,7 +48,7 @@ var script string
 // WriteSVG writes stacks as an interactive flame graph (see the package
 // documentation). The same stacks and options give the same bytes.
 func WriteSVG(w io.Writer, stacks []Stack, opts Options) error {
-	frames, total, err := layout(stacks)
+	frames, total, err := layout(stacks, minFraction)
 	if err != nil {
 		return err
 	}
@@ -69,15 +69,8 @@ func WriteSVG(w io.Writer, stacks []Stack, opts Options) error {
 		topPad = 54
 	}
 
-	// Keep the frames wide enough to see; a frame's descendants are no
-	// wider than it, so dropping never orphans a frame that is kept.
-	kept := frames[:0:0]
 	maxDepth := 0
 	for _, f := range frames {
-		if f.depth > 0 && (f.count == 0 || float64(f.count) < minFraction*float64(total)) {
-			continue
-		}
-		kept = append(kept, f)
 		maxDepth = max(maxDepth, f.depth)
 	}
 	height := topPad + (maxDepth+1)*frameHeight + bottomPad
@@ -148,7 +141,7 @@ text { font-family: monospace; font-size: 12px; fill: #000; }
 	}
 
 	base := float64(height - bottomPad)
-	for _, f := range kept {
+	for _, f := range frames {
 		// With no samples at all only the root is kept: full width.
 		x, w := float64(padX), plotWidth
 		if total > 0 {
