@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +24,10 @@ type devtools struct {
 	waiting  map[int]chan cdpMessage
 	// problems collects uncaught exceptions and console errors from pages.
 	problems []string
-	done     chan struct{}
+	// promptAnswer is typed into any window.prompt a page opens.
+	promptAnswer string
+	writeMu      sync.Mutex
+	done         chan struct{}
 }
 
 type cdpMessage struct {
@@ -85,6 +89,12 @@ func (d *devtools) read(r *bufio.Reader) {
 				ch <- m
 				delete(d.waiting, m.ID)
 			}
+		case m.Method == "Page.javascriptDialogOpening":
+			// Answer from here: the command that opened the dialog
+			// gets no reply until it is closed.
+			d.nextID++
+			go d.send(map[string]any{"id": d.nextID, "method": "Page.handleJavaScriptDialog", "sessionId": m.SessionID,
+				"params": map[string]any{"accept": true, "promptText": d.promptAnswer}})
 		case m.Method == "Runtime.exceptionThrown":
 			d.problems = append(d.problems, "exception: "+string(m.Params))
 		case m.Method == "Runtime.consoleAPICalled":
@@ -112,11 +122,7 @@ func (d *devtools) call(t *testing.T, session, method string, params, result any
 	if session != "" {
 		msg["sessionId"] = session
 	}
-	b, err := json.Marshal(msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.toChrome.Write(append(b, 0)); err != nil {
+	if err := d.send(msg); err != nil {
 		t.Fatalf("%s: writing to chromium: %v", method, err)
 	}
 	select {
@@ -134,6 +140,17 @@ func (d *devtools) call(t *testing.T, session, method string, params, result any
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s: no reply from chromium in 30s", method)
 	}
+}
+
+func (d *devtools) send(msg map[string]any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	_, err = d.toChrome.Write(append(b, 0))
+	return err
 }
 
 // A page is one tab, attached in flat mode.
@@ -213,6 +230,17 @@ func (p *page) click(t *testing.T, x, y float64) {
 	p.mouse(t, "mouseMoved", x, y)
 	p.mouse(t, "mousePressed", x, y)
 	p.mouse(t, "mouseReleased", x, y)
+}
+
+// ctrlKey presses and releases Ctrl and key (a lower-case letter).
+func (p *page) ctrlKey(t *testing.T, key string) {
+	t.Helper()
+	code := int(strings.ToUpper(key)[0])
+	for _, typ := range []string{"rawKeyDown", "keyUp"} {
+		p.d.call(t, p.session, "Input.dispatchKeyEvent", map[string]any{
+			"type": typ, "modifiers": 2, "key": key, "code": "Key" + strings.ToUpper(key),
+			"windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}, nil)
+	}
 }
 
 // screenshot returns the page as a PNG.

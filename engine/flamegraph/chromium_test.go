@@ -242,6 +242,25 @@ func TestSVGInteractsInChromium(t *testing.T) {
 		t.Errorf("searching ^vmlinux says %q", matched)
 	}
 	keepScreenshot(t, "flamegraph-search.png", p.screenshot(t))
+	p.eval(t, `window.flamegraph.search("")`, nil)
+
+	// Ctrl-F asks for a regular expression.
+	d.mu.Lock()
+	d.promptAnswer = "^(yy|read_)"
+	d.mu.Unlock()
+	p.ctrlKey(t, "f")
+	p.waitFor(t, `document.getElementById("matched").textContent !== ""`)
+	p.eval(t, `document.getElementById("matched").textContent`, &matched)
+	if want := "Matched: 17.59%"; matched != want { // read_command's 275 of 1563; yyparse is inside it
+		t.Errorf("Ctrl-F and ^(yy|read_) say %q, want %q", matched, want)
+	}
+	var fills map[string]string
+	p.eval(t, `(function () { var m = {}; window.flamegraph.frames.forEach(function (f) {
+		m[f.name] = f.rect.getAttribute("fill"); }); return m; })()`, &fills)
+	if fills["yyparse"] != fills["read_command"] || fills["yyparse"] == fills["parse_command"] {
+		t.Errorf("after the search, yyparse is %s, read_command %s, parse_command %s: want the first two alike",
+			fills["yyparse"], fills["read_command"], fills["parse_command"])
+	}
 
 	// The script's label rule is the Go one.
 	for _, w := range []float64{5, 27, 28, 40, 100, 107.5, 108, 300} {
