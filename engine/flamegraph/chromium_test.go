@@ -4,6 +4,7 @@ package flamegraph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image"
 	"image/png"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
@@ -101,7 +103,10 @@ func checkNotBlank(t *testing.T, data []byte) image.Image {
 func TestSVGInChromium(t *testing.T) {
 	chromium := findChromium(t)
 	svg := writeSample(t)
-	dump := exec.Command(chromium, append(chromiumFlags(t), "--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+svg)...)
+	// A hung browser must not hold the test until go test's own timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dump := exec.CommandContext(ctx, chromium, append(chromiumFlags(t), "--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+svg)...)
 	var stderr bytes.Buffer
 	dump.Stderr = &stderr
 	dom, err := dump.Output()
@@ -124,7 +129,7 @@ func TestSVGInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "shot.png")
-	cmd := exec.Command(chromium, append(chromiumFlags(t), "--screenshot="+shot, "file://"+svg)...)
+	cmd := exec.CommandContext(ctx, chromium, append(chromiumFlags(t), "--screenshot="+shot, "file://"+svg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}

@@ -22,8 +22,9 @@ type frame struct {
 // differs at or above its depth. Children thus come in name order, and a
 // caller's own samples (stacks that end in it) come before its callees.
 // frames[0] is the root; the others follow in pre-order, each after its
-// parent. Frames that cover less than minFraction of all samples, or none, are
-// left out; a frame's descendants are no wider than it, so none is orphaned.
+// parent. Frames that cover less than minFraction of all samples, or none,
+// are left out; a frame's descendants are no wider than it, so none is
+// orphaned.
 // It returns the total number of samples, or errSampleOverflow.
 func layout(stacks []Stack, minFraction float64) ([]frame, uint64, error) {
 	var total uint64
@@ -44,12 +45,9 @@ func layout(stacks []Stack, minFraction float64) ([]frame, uint64, error) {
 	var open []int
 	var prev []string
 	var pos uint64
-	for _, s := range sorted {
-		common := 0
-		for common < len(prev) && common < len(s.Frames) && prev[common] == s.Frames[common] {
-			common++
-		}
-		for len(open) > common {
+	// closeTo closes the open frames deeper than depth at pos.
+	closeTo := func(depth int) {
+		for len(open) > depth {
 			i := open[len(open)-1]
 			open = open[:len(open)-1]
 			frames[i].count = pos - frames[i].start
@@ -60,6 +58,13 @@ func layout(stacks []Stack, minFraction float64) ([]frame, uint64, error) {
 				frames = frames[:i]
 			}
 		}
+	}
+	for _, s := range sorted {
+		common := 0
+		for common < len(prev) && common < len(s.Frames) && prev[common] == s.Frames[common] {
+			common++
+		}
+		closeTo(common)
 		for d := common; d < len(s.Frames); d++ {
 			open = append(open, len(frames))
 			frames = append(frames, frame{name: s.Frames[d], depth: d + 1, start: pos})
@@ -67,14 +72,7 @@ func layout(stacks []Stack, minFraction float64) ([]frame, uint64, error) {
 		pos += s.Count // cannot overflow: the total did not
 		prev = s.Frames
 	}
-	for len(open) > 0 {
-		i := open[len(open)-1]
-		open = open[:len(open)-1]
-		frames[i].count = pos - frames[i].start
-		if float64(frames[i].count) < minSamples {
-			frames = frames[:i]
-		}
-	}
+	closeTo(0)
 	frames[0].count = pos
 	return frames, pos, nil
 }

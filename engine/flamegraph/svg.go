@@ -31,14 +31,13 @@ const (
 	defaultWidth = 1200
 	padX         = 10   // left and right margins
 	frameHeight  = 16   // one row of frames; rectangles are a pixel less
-	fontSize     = 12   // labels and the details line
-	charWidth    = 7.25 // advance of a 12px monospace character, with a little slack
+	charWidth    = 7.25 // advance of a 12px monospace character (the style's), with a little slack
 	labelPad     = 3    // between a frame's left edge and its label
 	minLabel     = 3    // characters: narrower frames get no label
 	bottomPad    = 30   // room for the details line
-	// Frames under this fraction of all samples are not drawn: they would
-	// be under a pixel wide and make big profiles' files huge. They still
-	// count in their ancestors' widths, so the total is kept.
+	// Frames under this fraction of all samples are not drawn: about a
+	// pixel wide at most, they would make big profiles' files huge. They
+	// still count in their ancestors' widths, so the total is kept.
 	minFraction = 0.001
 )
 
