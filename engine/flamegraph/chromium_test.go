@@ -193,17 +193,17 @@ func TestSVGInteractsInChromium(t *testing.T) {
 
 	p.click(t, cx, cy)
 	for name, want := range map[string]frameBox{
-		"make_child":           {W: plotW, Label: "make_child"},
-		"fork":                 {W: plotW, Label: "fork"},
-		"vmlinux`copy_process": {W: 200.0 / 280 * plotW, Label: "vmlinux`copy_process"},
-		"bash":                 {W: plotW, Ancestor: true, Label: "bash"},
-		"all":                  {W: plotW, Ancestor: true, Label: "all"},
+		"make_child":           {X: 10, W: plotW, Label: "make_child"},
+		"fork":                 {X: 10, W: plotW, Label: "fork"},
+		"vmlinux`copy_process": {X: 10 + 80.0/280*plotW, W: 200.0 / 280 * plotW, Label: "vmlinux`copy_process"},
+		"bash":                 {X: 10, W: plotW, Ancestor: true, Label: "bash"},
+		"all":                  {X: 10, W: plotW, Ancestor: true, Label: "all"},
 		"yyparse":              {Hidden: true},
 		"sleep":                {Hidden: true},
 	} {
 		got := p.box(t, name)
 		if got.Hidden != want.Hidden || !want.Hidden &&
-			(math.Abs(got.W-want.W) > 0.01 || got.Ancestor != want.Ancestor || got.Label != want.Label) {
+			(math.Abs(got.X-want.X) > 0.01 || math.Abs(got.W-want.W) > 0.01 || got.Ancestor != want.Ancestor || got.Label != want.Label) {
 			t.Errorf("after clicking make_child, %s is %+v, want %+v", name, got, want)
 		}
 	}
