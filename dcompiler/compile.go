@@ -35,6 +35,9 @@ type Options struct {
 	Destructive bool // -w
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
+	// -x stackframes and ustackframes: the default depths of stack( )
+	// and ustack( ) (20 when 0).
+	StackFrames, UStackFrames int
 }
 
 // Program is a compiled D program.
@@ -62,7 +65,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
-		ArgRef: opts.ArgRef,
+		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
 	})
 	if err != nil {
 		return nil, err

@@ -314,12 +314,15 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	aggsize, _ := engine.ParseSize(t.opts["aggsize"], 4<<20)
 	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
 	nspec, _ := strconv.Atoi(t.opts["nspec"])
+	frames, _ := strconv.Atoi(t.opts["stackframes"])
+	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		Providers: t.reg, Macros: macros, Target: target,
 		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
+		StackFrames: frames, UStackFrames: uframes,
 	})
 }
 
