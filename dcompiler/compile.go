@@ -38,6 +38,9 @@ type Options struct {
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
+	// -x stackframes and ustackframes: the default depths of stack( )
+	// and ustack( ) (20 when 0).
+	StackFrames, UStackFrames int
 }
 
 // Program is a compiled D program.
@@ -65,7 +68,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
-		ArgRef: opts.ArgRef,
+		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
 	})
 	if err != nil {
 		return nil, err

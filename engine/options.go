@@ -38,7 +38,7 @@ var options = map[string]optionKind{
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
 	"version": optAny, "stdc": optUnsupported, "argref": optBool,
 	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
-	"ustackframes": optUnsupported, "stackframes": optUnsupported, "stackindent": optUnsupported,
+	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
 	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optUnsupported,
 	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,

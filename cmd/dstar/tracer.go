@@ -317,6 +317,8 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
 	nspec, _ := strconv.Atoi(t.opts["nspec"])
 	cpu, onCPU := cpuOption(t.opts)
+	frames, _ := strconv.Atoi(t.opts["stackframes"])
+	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
@@ -324,6 +326,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
+		StackFrames: frames, UStackFrames: uframes,
 	})
 }
 

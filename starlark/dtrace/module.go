@@ -126,6 +126,7 @@ func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, op
 		AggSize: size("aggsize", 4<<20), DynVarSize: size("dynvarsize", 1<<20),
 		AllowZero: engine.OptionSet(opts, "zdefs"), DefaultArgs: engine.OptionSet(opts, "defaultargs"), ArgRef: engine.OptionSet(opts, "argref"),
 		Destructive: engine.OptionSet(opts, "destructive"),
+		StackFrames: size("stackframes", 0), UStackFrames: size("ustackframes", 0),
 	})
 	if err != nil {
 		return nil, dError(err)
