@@ -98,6 +98,10 @@ type Arg struct {
 	Size   int // bytes
 	Signed bool
 	Len    int // elements of an inline array (ArgArray); Size/Len bytes each
+	// Expr, when set, is the D expression args[i] stands for, over the
+	// native values the prologue left in arg0..arg9: a translated argument
+	// such as "xlate <psinfo_t *> ((struct task_struct *)arg1)", typed Type.
+	Expr string
 }
 
 // Dispatcher is implemented by providers whose probes can share one kernel

@@ -74,6 +74,8 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		return in.indexType(e, env)
 	case *ast.Member:
 		return in.memberType(e, env)
+	case *ast.Xlate:
+		return in.xlateType(e, env)
 	case *ast.Cast:
 		t, err := in.typeName(e.Type)
 		if err != nil {
@@ -171,6 +173,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return types.Int64T, nil
 	}
 	if il := in.inlines[e.Name]; il != nil {
+		if in.xlateOf(e) != nil && !env.Decl {
+			return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", il.Type)
+		}
 		return il.Type, nil
 	}
 	if e.Name == "curthread" {
