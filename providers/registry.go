@@ -7,7 +7,7 @@ import (
 
 // Registry holds the providers in a fixed order, which is also the order of
 // probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
-// before return), sdt (by group and event). The IDs are the same for
+// before return), sdt (by group and event), then proc, sched and io. The IDs are the same for
 // `dstar -l` and for a run on the same kernel.
 type Registry struct {
 	providers []Provider
@@ -24,11 +24,21 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 	profileFirst := ErrorID + 1
 	syscallFirst := profileFirst + len(profileNames)
 	sys := NewSyscall(syscallFirst)
-	sdt := NewSDT(func() (int, error) {
+	sdtFirst := func() (int, error) {
 		n, err := sys.NumProbes()
 		return syscallFirst + n, err
-	})
-	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt, FBT{})
+	}
+	sdt := NewSDT(sdtFirst)
+	ps := []Provider{DTrace{}, NewProfile(profileFirst), sys, sdt}
+	ps = append(ps, stableProviders(func() (int, error) {
+		first, err := sdtFirst()
+		if err != nil {
+			return 0, err
+		}
+		n, err := sdt.NumProbes()
+		return first + n, err
+	})...)
+	return NewRegistry(append(ps, FBT{})...)
 })
 
 // Providers returns the providers in order.

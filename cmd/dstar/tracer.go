@@ -387,8 +387,12 @@ func (t *tracer) list() int {
 	}
 	var all []*providers.Probe
 	seen := map[int]bool{}
+	list := t.reg.List
+	if t.cfg.verbose {
+		list = t.reg.Match // with argument types
+	}
 	for i, d := range descs {
-		probes, err := t.reg.List(d)
+		probes, err := list(d)
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
@@ -414,7 +418,29 @@ func (t *tracer) printList(probes []*providers.Probe) {
 	io.WriteString(w, output.ListHeader())
 	for _, p := range probes {
 		io.WriteString(w, output.ListLine(p.ID, p.Provider, p.Module, p.Function, p.Name))
+		if t.cfg.verbose {
+			io.WriteString(w, argTypes(p))
+		}
 	}
+}
+
+// argTypes is the "Argument Types" section dtrace -lv prints under a
+// probe: args[i] (or args->field for a tracepoint's fields) and its type.
+func argTypes(p *providers.Probe) string {
+	var b strings.Builder
+	b.WriteString("\n\tArgument Types\n")
+	if len(p.Args) == 0 {
+		b.WriteString("\t\tNone\n")
+	}
+	for i, a := range p.Args {
+		if a.Name != "" {
+			fmt.Fprintf(&b, "\t\targs->%s: %s\n", a.Name, a.Type)
+		} else {
+			fmt.Fprintf(&b, "\t\targs[%d]: %s\n", i, a.Type)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // printAggregations prints, at exit, every aggregation not yet printed.

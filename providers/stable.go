@@ -1,0 +1,288 @@
+package providers
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+)
+
+// Stable is one of DTrace's stable providers — proc, sched or io — built
+// on the kernel's raw tracepoints. A raw tracepoint's context is its
+// TP_PROTO arguments as u64s, among them the kernel pointers (task_struct,
+// request) that the D library's translators turn into psinfo_t,
+// lwpsinfo_t, bufinfo_t and devinfo_t. The prologue copies those native
+// values into arg0..argN; args[i] are D expressions over them (Arg.Expr),
+// so args[0]->pr_pid reads only what it needs.
+type Stable struct {
+	name  string
+	first func() (int, error)
+	defs  []stableDef
+}
+
+// stableDef is one probe: the raw tracepoints it fires on (all with the
+// same prototype), how many native arguments those have, which events are
+// the probe's (conds), and its arguments.
+type stableDef struct {
+	name  string
+	tps   []string
+	nargs int
+	conds []stableCond
+	args  []Arg
+}
+
+// stableCond keeps an event when native argument arg is nonzero (or zero),
+// or when the task_struct it points to is a process (or a thread that is
+// not its process's first).
+type stableCond struct {
+	arg     int
+	zero    bool
+	process int // 1: a new process; -1: a new thread; 0: test the value
+}
+
+// xarg is an argument of translated type t, from expression expr.
+func xarg(t, expr string) Arg { return Arg{Type: t, Kind: ArgPointer, Size: 8, Expr: expr} }
+
+// iarg is an int argument from expression expr.
+func iarg(expr string) Arg { return Arg{Type: "int", Kind: ArgInt, Size: 4, Signed: true, Expr: expr} }
+
+func task(n int) string { return fmt.Sprintf("(struct task_struct *)arg%d", n) }
+
+// taskArgs are the lwpsinfo_t and psinfo_t of the task in native argument n.
+func taskArgs(n int) []Arg {
+	return []Arg{
+		xarg("lwpsinfo_t *", "xlate <lwpsinfo_t *> ("+task(n)+")"),
+		xarg("psinfo_t *", "xlate <psinfo_t *> ("+task(n)+")"),
+	}
+}
+
+// ioArgs are io's bufinfo_t, devinfo_t and fileinfo_t of the request in
+// native argument 0.
+var ioArgs = []Arg{
+	xarg("bufinfo_t *", "xlate <bufinfo_t *> ((struct request *)arg0)"),
+	xarg("devinfo_t *", "xlate <devinfo_t *> ((struct request *)arg0)"),
+	xarg("fileinfo_t *", "xlate <fileinfo_t *> ((struct request *)arg0)"),
+}
+
+// exitReason is proc:::exit's args[0]: how the process ended, from the
+// exit code do_exit stored (a signal number in the low 7 bits, 0x80 when
+// it dumped core, else the status shifted left 8).
+var exitReason = "(((struct task_struct *)arg0)->exit_code & 0x7f) == 0 ? CLD_EXITED : " +
+	"(((struct task_struct *)arg0)->exit_code & 0x80) ? CLD_DUMPED : CLD_KILLED"
+
+// The probes, with the tracepoints of this kernel generation that serve
+// them (see the README's "Stable providers" for what each one means here).
+var (
+	procDefs = []stableDef{
+		// exec fires in the process about to run a new program, once the
+		// kernel has found it (sched_prepare_exec, before the point of no
+		// return); args[0] is its path.
+		{name: "exec", tps: []string{"sched_prepare_exec"}, nargs: 2,
+			args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "stringof(((struct linux_binprm *)arg1)->filename)"}}},
+		{name: "exec-success", tps: []string{"sched_process_exec"}, nargs: 3},
+		// exit fires once per process, in its last thread to exit.
+		{name: "exit", tps: []string{"sched_process_exit"}, nargs: 2,
+			conds: []stableCond{{arg: 1}}, args: []Arg{iarg(exitReason)}},
+		// create and lwp-create fire in the parent.
+		{name: "create", tps: []string{"sched_process_fork"}, nargs: 2,
+			conds: []stableCond{{arg: 1, process: 1}},
+			args:  []Arg{xarg("psinfo_t *", "xlate <psinfo_t *> ("+task(1)+")")}},
+		{name: "lwp-create", tps: []string{"sched_process_fork"}, nargs: 2,
+			conds: []stableCond{{arg: 1, process: -1}}, args: taskArgs(1)},
+		{name: "lwp-exit", tps: []string{"sched_process_exit"}, nargs: 2},
+		// signal-send fires in the sender; signal-handle in the receiver,
+		// as it is about to run the handler (or take the default action).
+		{name: "signal-send", tps: []string{"signal_generate"}, nargs: 5,
+			args: append(taskArgs(2), iarg("(int)arg0"))},
+		{name: "signal-handle", tps: []string{"signal_deliver"}, nargs: 3,
+			args: []Arg{iarg("(int)arg0"),
+				{Type: "siginfo_t *", Kind: ArgPointer, Size: 8, Expr: "(struct kernel_siginfo *)arg1"},
+				{Type: "void (*)(int)", Kind: ArgPointer, Size: 8, Expr: "(uintptr_t)((struct k_sigaction *)arg2)->sa.sa_handler"}}},
+	}
+	schedDefs = []stableDef{
+		// on-cpu fires in the thread that has just been switched to, as
+		// __schedule returns in it (sched_exit_tp with is_switch set).
+		{name: "on-cpu", tps: []string{"sched_exit_tp"}, nargs: 1, conds: []stableCond{{arg: 0}}},
+		// off-cpu fires in the thread leaving the CPU; args are the next.
+		{name: "off-cpu", tps: []string{"sched_switch"}, nargs: 4, args: taskArgs(2)},
+		// A thread that is not preempted and has a state other than
+		// running is leaving its run queue to sleep.
+		{name: "sleep", tps: []string{"sched_switch"}, nargs: 4,
+			conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}},
+		{name: "dequeue", tps: []string{"sched_switch"}, nargs: 4,
+			conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}, args: taskArgs(1)},
+		{name: "preempt", tps: []string{"sched_switch"}, nargs: 4, conds: []stableCond{{arg: 0}}},
+		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, nargs: 1, args: taskArgs(0)},
+		// wakeup fires in the waker.
+		{name: "wakeup", tps: []string{"sched_waking"}, nargs: 1, args: taskArgs(0)},
+	}
+	ioDefs = []stableDef{
+		{name: "start", tps: []string{"block_rq_issue"}, nargs: 1, args: ioArgs},
+		{name: "done", tps: []string{"block_rq_complete"}, nargs: 3, args: ioArgs},
+	}
+)
+
+// stableProviders are the providers in registry order, and so in ID order.
+func stableProviders(first func() (int, error)) []Provider {
+	var out []Provider
+	n := 0
+	for _, p := range []struct {
+		name string
+		defs []stableDef
+	}{{"proc", procDefs}, {"sched", schedDefs}, {"io", ioDefs}} {
+		off := n
+		out = append(out, &Stable{name: p.name, defs: p.defs, first: func() (int, error) {
+			f, err := first()
+			return f + off, err
+		}})
+		n += len(p.defs)
+	}
+	return out
+}
+
+// Name is the provider's name.
+func (s *Stable) Name() string { return s.name }
+
+// Probes returns the matching probes. It reads nothing from the kernel
+// but the count of probes before these (for their IDs).
+func (s *Stable) Probes(d Desc) ([]*Probe, error) {
+	if !fieldMatch(d.Provider, s.name) || !fieldMatch(d.Module, "") || !fieldMatch(d.Function, "") {
+		return nil, nil
+	}
+	var out []*Probe
+	first := -1
+	for i := range s.defs {
+		def := &s.defs[i]
+		if !fieldMatch(d.Name, def.name) {
+			continue
+		}
+		if first < 0 {
+			f, err := s.first()
+			if err != nil {
+				return nil, err
+			}
+			first = f
+		}
+		out = append(out, &Probe{
+			ID: first + i, Provider: s.name, Name: def.name,
+			Args:     append([]Arg{}, def.args...),
+			ProgType: ebpf.RawTracepoint,
+			Private:  def,
+		})
+	}
+	return out, nil
+}
+
+// Prologue keeps the probe's events, then copies the tracepoint's native
+// arguments into arg0..argN.
+func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
+	if err := checkPrologue(p); err != nil {
+		return err
+	}
+	def, ok := pr.Private.(*stableDef)
+	if !ok {
+		return fmt.Errorf("%s: not a %s probe", pr, s.name)
+	}
+	for _, c := range def.conds {
+		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*c.arg), asm.DWord))
+		switch {
+		case c.process != 0:
+			ins, err := newTaskIs(p, c.process > 0)
+			if err != nil {
+				return fmt.Errorf("%s: %w", pr, err)
+			}
+			p.Insns = append(p.Insns, ins...)
+		case c.zero:
+			p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, 0, p.Skip))
+		default:
+			p.Insns = append(p.Insns, asm.JEq.Imm(asm.R0, 0, p.Skip))
+		}
+	}
+	setup(p)
+	n := min(def.nargs, NumArgs)
+	for i := 0; i < n; i++ {
+		if p.Unused&(1<<i) == 0 {
+			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*i), asm.DWord))
+			storeArg(p, i, asm.R0)
+		}
+	}
+	zeroArgs(p, n)
+	zeroErrno(p)
+	return nil
+}
+
+// taskIDs is where a task_struct keeps its thread id (pid) and process id
+// (tgid), from the kernel's BTF.
+var taskIDs = sync.OnceValues(func() (int, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("reading the kernel's BTF: %w", err)
+	}
+	var ts *btf.Struct
+	if err := spec.TypeByName("task_struct", &ts); err != nil {
+		return 0, err
+	}
+	off := map[string]int{}
+	for _, m := range ts.Members {
+		if m.Name == "pid" || m.Name == "tgid" {
+			off[m.Name] = int(m.Offset.Bytes())
+		}
+	}
+	pid, ok1 := off["pid"]
+	tgid, ok2 := off["tgid"]
+	if !ok1 || !ok2 || tgid != pid+4 {
+		return 0, fmt.Errorf("task_struct's pid and tgid are not adjacent on this kernel")
+	}
+	return pid, nil
+})
+
+// newTaskIs appends code that skips the event unless the task_struct in
+// R0 is a process's first thread (process) or a later one (!process): it
+// reads pid and tgid together into the prologue's scratch bytes.
+func newTaskIs(p *Prologue, process bool) (asm.Instructions, error) {
+	off, err := taskIDs()
+	if err != nil {
+		return nil, err
+	}
+	jump := asm.JEq // a thread: skip when pid == tgid
+	if process {
+		jump = asm.JNE
+	}
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, int32(off)),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(p.Scratch)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, p.Skip),
+		asm.LoadMem(asm.R1, asm.RFP, p.Scratch, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, p.Scratch+4, asm.Word),
+		jump.Reg(asm.R1, asm.R2, p.Skip),
+	}, nil
+}
+
+// Attach attaches prog to each of the probe's raw tracepoints.
+func (s *Stable) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	def, ok := pr.Private.(*stableDef)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a %s probe", pr, s.name)
+	}
+	if prog.Type() != ebpf.RawTracepoint {
+		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.RawTracepoint)
+	}
+	var cs closers
+	for _, tp := range def.tps {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
+		if err != nil {
+			cs.Close()
+			return nil, fmt.Errorf("%s: attaching to raw tracepoint %s (BPF_RAW_TRACEPOINT_OPEN): %w", pr, tp, err)
+		}
+		cs = append(cs, l)
+	}
+	return cs, nil
+}
