@@ -25,47 +25,50 @@ type Stable struct {
 }
 
 // stableDef is one probe: the raw tracepoints it fires on (all with the
-// same prototype), how many native arguments those have, which events are
-// the probe's (conds), and its arguments.
+// same prototype), which events are the probe's (conds, on the
+// tracepoint's arguments), which tracepoint argument each of its native
+// arguments arg0..argN is (native), and its args[].
+//
+// A probe's native arguments are what its args[] translate, in order
+// (sched:::off-cpu's arg0 and arg1 are both the next task_struct), so that
+// args[1]->pr_pid reads the same way on every probe where args[1] is a
+// psinfo_t *, and one clause can serve them all, as in DTrace.
 type stableDef struct {
-	name  string
-	tps   []string
-	nargs int
-	conds []stableCond
-	args  []Arg
+	name   string
+	tps    []string
+	conds  []stableCond
+	native []int
+	args   []Arg
 }
 
-// stableCond keeps an event when native argument arg is nonzero (or zero),
-// or when the task_struct it points to is a process (or a thread that is
-// not its process's first).
+// stableCond keeps an event when tracepoint argument arg is nonzero (or
+// zero), or when the task_struct it points to is a process (or a thread
+// that is not its process's first).
 type stableCond struct {
 	arg     int
 	zero    bool
 	process int // 1: a new process; -1: a new thread; 0: test the value
 }
 
-// xarg is an argument of translated type t, from expression expr.
-func xarg(t, expr string) Arg { return Arg{Type: t, Kind: ArgPointer, Size: 8, Expr: expr} }
+// xarg is args[n] of translated type t *, from native argument n.
+func xarg(t, from string, n int) Arg {
+	return Arg{Type: t + " *", Kind: ArgPointer, Size: 8,
+		Expr: fmt.Sprintf("xlate <%s *> ((%s *)arg%d)", t, from, n)}
+}
 
 // iarg is an int argument from expression expr.
 func iarg(expr string) Arg { return Arg{Type: "int", Kind: ArgInt, Size: 4, Signed: true, Expr: expr} }
 
-func task(n int) string { return fmt.Sprintf("(struct task_struct *)arg%d", n) }
-
-// taskArgs are the lwpsinfo_t and psinfo_t of the task in native argument n.
-func taskArgs(n int) []Arg {
-	return []Arg{
-		xarg("lwpsinfo_t *", "xlate <lwpsinfo_t *> ("+task(n)+")"),
-		xarg("psinfo_t *", "xlate <psinfo_t *> ("+task(n)+")"),
-	}
-}
+// taskArgs are the lwpsinfo_t and psinfo_t of the task_struct in native
+// arguments 0 and 1.
+var taskArgs = []Arg{xarg("lwpsinfo_t", "struct task_struct", 0), xarg("psinfo_t", "struct task_struct", 1)}
 
 // ioArgs are io's bufinfo_t, devinfo_t and fileinfo_t of the request in
-// native argument 0.
+// native arguments 0, 1 and 2.
 var ioArgs = []Arg{
-	xarg("bufinfo_t *", "xlate <bufinfo_t *> ((struct request *)arg0)"),
-	xarg("devinfo_t *", "xlate <devinfo_t *> ((struct request *)arg0)"),
-	xarg("fileinfo_t *", "xlate <fileinfo_t *> ((struct request *)arg0)"),
+	xarg("bufinfo_t", "struct request", 0),
+	xarg("devinfo_t", "struct request", 1),
+	xarg("fileinfo_t", "struct request", 2),
 }
 
 // exitReason is proc:::exit's args[0]: how the process ended, from the
@@ -81,24 +84,23 @@ var (
 		// exec fires in the process about to run a new program, once the
 		// kernel has found it (sched_prepare_exec, before the point of no
 		// return); args[0] is its path.
-		{name: "exec", tps: []string{"sched_prepare_exec"}, nargs: 2,
-			args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "stringof(((struct linux_binprm *)arg1)->filename)"}}},
-		{name: "exec-success", tps: []string{"sched_process_exec"}, nargs: 3},
+		{name: "exec", tps: []string{"sched_prepare_exec"}, native: []int{1},
+			args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "stringof(((struct linux_binprm *)arg0)->filename)"}}},
+		{name: "exec-success", tps: []string{"sched_process_exec"}},
 		// exit fires once per process, in its last thread to exit.
-		{name: "exit", tps: []string{"sched_process_exit"}, nargs: 2,
-			conds: []stableCond{{arg: 1}}, args: []Arg{iarg(exitReason)}},
+		{name: "exit", tps: []string{"sched_process_exit"}, conds: []stableCond{{arg: 1}},
+			native: []int{0}, args: []Arg{iarg(exitReason)}},
 		// create and lwp-create fire in the parent.
-		{name: "create", tps: []string{"sched_process_fork"}, nargs: 2,
-			conds: []stableCond{{arg: 1, process: 1}},
-			args:  []Arg{xarg("psinfo_t *", "xlate <psinfo_t *> ("+task(1)+")")}},
-		{name: "lwp-create", tps: []string{"sched_process_fork"}, nargs: 2,
-			conds: []stableCond{{arg: 1, process: -1}}, args: taskArgs(1)},
-		{name: "lwp-exit", tps: []string{"sched_process_exit"}, nargs: 2},
+		{name: "create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, process: 1}},
+			native: []int{1}, args: []Arg{xarg("psinfo_t", "struct task_struct", 0)}},
+		{name: "lwp-create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, process: -1}},
+			native: []int{1, 1}, args: taskArgs},
+		{name: "lwp-exit", tps: []string{"sched_process_exit"}},
 		// signal-send fires in the sender; signal-handle in the receiver,
 		// as it is about to run the handler (or take the default action).
-		{name: "signal-send", tps: []string{"signal_generate"}, nargs: 5,
-			args: append(taskArgs(2), iarg("(int)arg0"))},
-		{name: "signal-handle", tps: []string{"signal_deliver"}, nargs: 3,
+		{name: "signal-send", tps: []string{"signal_generate"}, native: []int{2, 2, 0},
+			args: append(append([]Arg{}, taskArgs...), iarg("(int)arg2"))},
+		{name: "signal-handle", tps: []string{"signal_deliver"}, native: []int{0, 1, 2},
 			args: []Arg{iarg("(int)arg0"),
 				{Type: "siginfo_t *", Kind: ArgPointer, Size: 8, Expr: "(struct kernel_siginfo *)arg1"},
 				{Type: "void (*)(int)", Kind: ArgPointer, Size: 8, Expr: "(uintptr_t)((struct k_sigaction *)arg2)->sa.sa_handler"}}},
@@ -106,23 +108,22 @@ var (
 	schedDefs = []stableDef{
 		// on-cpu fires in the thread that has just been switched to, as
 		// __schedule returns in it (sched_exit_tp with is_switch set).
-		{name: "on-cpu", tps: []string{"sched_exit_tp"}, nargs: 1, conds: []stableCond{{arg: 0}}},
+		{name: "on-cpu", tps: []string{"sched_exit_tp"}, conds: []stableCond{{arg: 0}}},
 		// off-cpu fires in the thread leaving the CPU; args are the next.
-		{name: "off-cpu", tps: []string{"sched_switch"}, nargs: 4, args: taskArgs(2)},
+		{name: "off-cpu", tps: []string{"sched_switch"}, native: []int{2, 2}, args: taskArgs},
 		// A thread that is not preempted and has a state other than
 		// running is leaving its run queue to sleep.
-		{name: "sleep", tps: []string{"sched_switch"}, nargs: 4,
-			conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}},
-		{name: "dequeue", tps: []string{"sched_switch"}, nargs: 4,
-			conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}, args: taskArgs(1)},
-		{name: "preempt", tps: []string{"sched_switch"}, nargs: 4, conds: []stableCond{{arg: 0}}},
-		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, nargs: 1, args: taskArgs(0)},
+		{name: "sleep", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}},
+		{name: "dequeue", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, zero: true}, {arg: 3}},
+			native: []int{1, 1}, args: taskArgs},
+		{name: "preempt", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0}}},
+		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, native: []int{0, 0}, args: taskArgs},
 		// wakeup fires in the waker.
-		{name: "wakeup", tps: []string{"sched_waking"}, nargs: 1, args: taskArgs(0)},
+		{name: "wakeup", tps: []string{"sched_waking"}, native: []int{0, 0}, args: taskArgs},
 	}
 	ioDefs = []stableDef{
-		{name: "start", tps: []string{"block_rq_issue"}, nargs: 1, args: ioArgs},
-		{name: "done", tps: []string{"block_rq_complete"}, nargs: 3, args: ioArgs},
+		{name: "start", tps: []string{"block_rq_issue"}, native: []int{0, 0, 0}, args: ioArgs},
+		{name: "done", tps: []string{"block_rq_complete"}, native: []int{0, 0, 0}, args: ioArgs},
 	}
 )
 
@@ -177,8 +178,8 @@ func (s *Stable) Probes(d Desc) ([]*Probe, error) {
 	return out, nil
 }
 
-// Prologue keeps the probe's events, then copies the tracepoint's native
-// arguments into arg0..argN.
+// Prologue keeps the probe's events, then copies its native arguments from
+// the tracepoint's into arg0..argN.
 func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
@@ -203,14 +204,13 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 		}
 	}
 	setup(p)
-	n := min(def.nargs, NumArgs)
-	for i := 0; i < n; i++ {
+	for i, from := range def.native {
 		if p.Unused&(1<<i) == 0 {
-			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*i), asm.DWord))
+			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*from), asm.DWord))
 			storeArg(p, i, asm.R0)
 		}
 	}
-	zeroArgs(p, n)
+	zeroArgs(p, len(def.native))
 	zeroErrno(p)
 	return nil
 }
