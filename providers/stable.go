@@ -9,6 +9,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/dstar-trace/dstar/providers/sysnum"
 )
 
 // Stable is one of DTrace's stable providers — proc, sched or io — built
@@ -41,14 +43,25 @@ type stableDef struct {
 	args   []Arg
 }
 
-// stableCond keeps an event when tracepoint argument arg is nonzero (or
-// zero), or when the task_struct it points to is a process (or a thread
-// that is not its process's first).
+// stableCond keeps the events where tracepoint argument arg passes test.
 type stableCond struct {
-	arg     int
-	zero    bool
-	process int // 1: a new process; -1: a new thread; 0: test the value
+	arg  int
+	test condTest
+	sys  []string // for inSyscalls
 }
+
+type condTest int
+
+const (
+	nonzero    condTest = iota
+	isZero              // the value is 0
+	negative            // the value is negative
+	newProcess          // the task_struct it points to is its process's first thread
+	newThread           // ... or a later one
+	inSyscalls          // sys_exit's pt_regs: the call returning is one of sys
+	curProcess          // the current thread (arg unused) is its process's first
+	curThread           // ... or a later one
+)
 
 // xarg is args[n] of translated type t *, from native argument n.
 func xarg(t, from string, n int) Arg {
@@ -71,6 +84,9 @@ var ioArgs = []Arg{
 	xarg("fileinfo_t", "struct request", 2),
 }
 
+// forks are the system calls that make processes and threads.
+var forks = []string{"fork", "vfork", "clone", "clone3"}
+
 // exitReason is proc:::exit's args[0]: how the process ended, from the
 // exit code do_exit stored (a signal number in the low 7 bits, 0x80 when
 // it dumped core, else the status shifted left 8).
@@ -87,15 +103,27 @@ var (
 		{name: "exec", tps: []string{"sched_prepare_exec"}, native: []int{1},
 			args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "stringof(((struct linux_binprm *)arg0)->filename)"}}},
 		{name: "exec-success", tps: []string{"sched_process_exec"}},
+		// exec-failure fires as execve or execveat returns an error;
+		// args[0] is the errno.
+		{name: "exec-failure", tps: []string{"sys_exit"},
+			conds:  []stableCond{{arg: 1, test: negative}, {test: inSyscalls, sys: []string{"execve", "execveat"}}},
+			native: []int{1}, args: []Arg{iarg("-(int)arg0")}},
 		// exit fires once per process, in its last thread to exit.
 		{name: "exit", tps: []string{"sched_process_exit"}, conds: []stableCond{{arg: 1}},
 			native: []int{0}, args: []Arg{iarg(exitReason)}},
 		// create and lwp-create fire in the parent.
-		{name: "create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, process: 1}},
+		{name: "create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, test: newProcess}},
 			native: []int{1}, args: []Arg{xarg("psinfo_t", "struct task_struct", 0)}},
-		{name: "lwp-create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, process: -1}},
+		{name: "lwp-create", tps: []string{"sched_process_fork"}, conds: []stableCond{{arg: 1, test: newThread}},
 			native: []int{1, 1}, args: taskArgs},
 		{name: "lwp-exit", tps: []string{"sched_process_exit"}},
+		// start and lwp-start fire in the new process or thread, as it
+		// first returns to user space: from fork, vfork, clone or clone3,
+		// with 0.
+		{name: "start", tps: []string{"sys_exit"},
+			conds: []stableCond{{arg: 1, test: isZero}, {test: inSyscalls, sys: forks}, {test: curProcess}}},
+		{name: "lwp-start", tps: []string{"sys_exit"},
+			conds: []stableCond{{arg: 1, test: isZero}, {test: inSyscalls, sys: forks}, {test: curThread}}},
 		// signal-send fires in the sender; signal-handle in the receiver,
 		// as it is about to run the handler (or take the default action).
 		{name: "signal-send", tps: []string{"signal_generate"}, native: []int{2, 2, 0},
@@ -113,8 +141,8 @@ var (
 		{name: "off-cpu", tps: []string{"sched_switch"}, native: []int{2, 2}, args: taskArgs},
 		// A thread that is not preempted and has a state other than
 		// running is leaving its run queue to sleep.
-		{name: "sleep", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, zero: true}, {arg: 3}}},
-		{name: "dequeue", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, zero: true}, {arg: 3}},
+		{name: "sleep", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, test: isZero}, {arg: 3}}},
+		{name: "dequeue", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, test: isZero}, {arg: 3}},
 			native: []int{1, 1}, args: taskArgs},
 		{name: "preempt", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0}}},
 		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, native: []int{0, 0}, args: taskArgs},
@@ -190,15 +218,40 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 	}
 	for _, c := range def.conds {
 		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*c.arg), asm.DWord))
-		switch {
-		case c.process != 0:
-			ins, err := newTaskIs(p, c.process > 0)
+		switch c.test {
+		case newProcess, newThread:
+			ins, err := newTaskIs(p, c.test == newProcess)
 			if err != nil {
 				return fmt.Errorf("%s: %w", pr, err)
 			}
 			p.Insns = append(p.Insns, ins...)
-		case c.zero:
+		case curProcess, curThread:
+			jump := asm.JEq // a thread: skip when pid == tgid
+			if c.test == curProcess {
+				jump = asm.JNE
+			}
+			p.Insns = append(p.Insns,
+				asm.FnGetCurrentPidTgid.Call(),
+				asm.Mov.Reg(asm.R1, asm.R0),
+				asm.RSh.Imm(asm.R1, 32),
+				asm.Mov.Reg32(asm.R0, asm.R0),
+				jump.Reg(asm.R0, asm.R1, p.Skip))
+		case inSyscalls:
+			if !regs.supported {
+				return fmt.Errorf("%s: pt_regs layout unknown on this architecture", pr)
+			}
+			exitNr(p)
+			keep := label(pr, "syscall")
+			for _, name := range c.sys {
+				if nr, ok := sysnum.Lookup(name); ok {
+					p.Insns = append(p.Insns, asm.JEq.Imm(asm.R0, int32(nr), keep))
+				}
+			}
+			p.Insns = append(p.Insns, asm.Ja.Label(p.Skip), asm.Mov.Imm(asm.R0, 0).WithSymbol(keep))
+		case isZero:
 			p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, 0, p.Skip))
+		case negative:
+			p.Insns = append(p.Insns, asm.JSGE.Imm(asm.R0, 0, p.Skip))
 		default:
 			p.Insns = append(p.Insns, asm.JEq.Imm(asm.R0, 0, p.Skip))
 		}

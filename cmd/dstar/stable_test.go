@@ -31,7 +31,7 @@ func TestListStable(t *testing.T) {
 		}
 		names = append(names, f[2])
 	}
-	want := "exec exec-success exit create lwp-create lwp-exit signal-send signal-handle"
+	want := "exec exec-success exec-failure exit create lwp-create lwp-exit start lwp-start signal-send signal-handle"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("proc probes: %s, want %s", got, want)
 	}
@@ -76,6 +76,34 @@ func TestProcCreateExit(t *testing.T) {
 	}
 	if m[1] != m[2] || m[3] != m[4] || m[1] == m[3] || m[5] == m[1] || m[5] == m[3] {
 		t.Errorf("create and exit pids do not pair up:\n%s", r.stdout)
+	}
+}
+
+func TestProcStartExecFailure(t *testing.T) {
+	bpftest.Require(t)
+	// The shell forks twice: the first child fails to exec (ENOENT), the
+	// second runs /bin/true. start fires in each child, first thing.
+	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "/nonexistent/x 2>/dev/null; /bin/true; :"`,
+		"-n", `proc:::start /ppid == $target/ { printf("start %d\n", curpsinfo->pr_ppid == $target); }`,
+		"-n", `proc:::exec-failure /ppid == $target/ { printf("exec-failure %d\n", args[0]); }`,
+		"-n", `proc:::exec-success /ppid == $target/ { printf("exec-success %s\n", execname); }`)
+	if want := "start 1\nexec-failure 2\nstart 1\nexec-success true\n\n"; r.stdout != want || r.code != 0 {
+		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
+	}
+}
+
+func TestProcLwp(t *testing.T) {
+	bpftest.Require(t)
+	// dstar itself is a Go program: its runtime starts threads before it
+	// prints its version. Each new thread is created (in its creator),
+	// starts (in itself) and exits, as does the main thread.
+	r := dstar(t, 20*time.Second, "-q", "-c", dstarBin+" -V >/dev/null",
+		"-n", `proc:::lwp-create /pid == $target/ { c += args[0]->pr_lwpid != pid && args[1]->pr_pid == pid; }`,
+		"-n", `proc:::lwp-start /pid == $target/ { s += tid != pid; }`,
+		"-n", `proc:::lwp-exit /pid == $target/ { e++; }`,
+		"-n", `proc:::exit /pid == $target/ { printf("%d %d %d\n", c > 0, s == c, e == c + 1); }`)
+	if want := "1 1 1\n\n"; r.stdout != want || r.code != 0 {
+		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }
 
