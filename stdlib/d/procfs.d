@@ -52,6 +52,11 @@ translator psinfo_t < struct task_struct *T > {
 	pr_nlwp = T->signal->nr_threads;
 	pr_pid = T->tgid;
 	pr_ppid = T->real_parent->tgid;
+	/* The process group and session: the first number of pids[2], [3]. */
+	pr_pgid = ((struct upid *)((uintptr_t)T->signal->pids[2] +
+	    offsetof(struct pid, numbers)))->nr;
+	pr_sid = ((struct upid *)((uintptr_t)T->signal->pids[3] +
+	    offsetof(struct pid, numbers)))->nr;
 	pr_uid = T->cred->uid.val;
 	pr_euid = T->cred->euid.val;
 	pr_gid = T->cred->gid.val;
