@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -41,7 +42,13 @@ type stableDef struct {
 	conds  []stableCond
 	native []int
 	args   []Arg
+	// tick, when set, makes the probe a cpu-clock perf event on every
+	// CPU at this period instead of a tracepoint.
+	tick time.Duration
 }
+
+// curTask as a native argument's source is the current task_struct.
+const curTask = -1
 
 // stableCond keeps the events where tracepoint argument arg passes test.
 type stableCond struct {
@@ -148,6 +155,10 @@ var (
 		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, native: []int{0, 0}, args: taskArgs},
 		// wakeup fires in the waker.
 		{name: "wakeup", tps: []string{"sched_waking"}, native: []int{0, 0}, args: taskArgs},
+		// tick fires 100 times a second on each CPU, in whatever thread
+		// it interrupts (the idle thread included), as DTrace's does at
+		// hz = 100.
+		{name: "tick", tick: 10 * time.Millisecond, native: []int{curTask, curTask}, args: taskArgs},
 	}
 	ioDefs = []stableDef{
 		{name: "start", tps: []string{"block_rq_issue"}, native: []int{0, 0, 0}, args: ioArgs},
@@ -196,12 +207,16 @@ func (s *Stable) Probes(d Desc) ([]*Probe, error) {
 			}
 			first = f
 		}
-		out = append(out, &Probe{
+		pr := &Probe{
 			ID: first + i, Provider: s.name, Name: def.name,
 			Args:     append([]Arg{}, def.args...),
 			ProgType: ebpf.RawTracepoint,
 			Private:  def,
-		})
+		}
+		if def.tick != 0 {
+			pr.ProgType, pr.AttachType = ebpf.PerfEvent, ebpf.AttachPerfEvent
+		}
+		out = append(out, pr)
 	}
 	return out, nil
 }
@@ -258,10 +273,15 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 	}
 	setup(p)
 	for i, from := range def.native {
-		if p.Unused&(1<<i) == 0 {
-			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*from), asm.DWord))
-			storeArg(p, i, asm.R0)
+		if p.Unused&(1<<i) != 0 {
+			continue
 		}
+		if from == curTask {
+			p.Insns = append(p.Insns, asm.FnGetCurrentTask.Call())
+		} else {
+			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*from), asm.DWord))
+		}
+		storeArg(p, i, asm.R0)
 	}
 	zeroArgs(p, len(def.native))
 	zeroErrno(p)
@@ -319,16 +339,30 @@ func newTaskIs(p *Prologue, process bool) (asm.Instructions, error) {
 	}, nil
 }
 
-// Attach attaches prog to each of the probe's raw tracepoints.
+// Attach attaches prog to each of the probe's raw tracepoints, or to a
+// cpu-clock perf event on each online CPU.
 func (s *Stable) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	def, ok := pr.Private.(*stableDef)
 	if !ok {
 		return nil, fmt.Errorf("%s: not a %s probe", pr, s.name)
 	}
-	if prog.Type() != ebpf.RawTracepoint {
-		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.RawTracepoint)
+	if prog.Type() != pr.ProgType {
+		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), pr.ProgType)
 	}
 	var cs closers
+	if def.tick != 0 {
+		cpus, err := onlineCPUs()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pr, err)
+		}
+		for _, cpu := range cpus {
+			if err := attachCPUClock(&cs, cpu, def.tick, prog); err != nil {
+				cs.Close()
+				return nil, fmt.Errorf("%s: %w", pr, err)
+			}
+		}
+		return cs, nil
+	}
 	for _, tp := range def.tps {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
 		if err != nil {

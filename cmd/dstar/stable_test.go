@@ -135,6 +135,17 @@ func TestSchedOnOffCPU(t *testing.T) {
 	}
 }
 
+func TestSchedTick(t *testing.T) {
+	bpftest.Require(t)
+	// The target spins until a tick interrupts it; dstar then exits and
+	// takes the target with it.
+	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "while :; do :; done"`,
+		"-n", `sched:::tick /pid == $target/ { printf("%d %d %d\n", args[0]->pr_lwpid == tid, args[1]->pr_pid == pid, curlwpsinfo->pr_state == SONPROC); exit(0); }`)
+	if want := "1 1 1\n\n"; r.stdout != want || r.code != 0 {
+		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
+	}
+}
+
 func TestIOStart(t *testing.T) {
 	bpftest.Require(t)
 	losetup, err := exec.LookPath("losetup")
