@@ -51,10 +51,10 @@ func TestProcExecSuccess(t *testing.T) {
 	bpftest.Require(t)
 	// -c holds the target after its own exec: the shell it runs execs
 	// /bin/true afterwards, in the same process.
-	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "exec /bin/true"`,
+	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "exec /bin/true one 'two three'"`,
 		"-n", `proc:::exec /pid == $target/ { printf("exec %s\n", args[0]); }`,
-		"-n", `proc:::exec-success /pid == $target/ { printf("exec-success %s %d\n", curpsinfo->pr_fname, curpsinfo->pr_pid == $target); }`)
-	if want := "exec /bin/true\nexec-success true 1\n\n"; r.stdout != want || r.code != 0 {
+		"-n", `proc:::exec-success /pid == $target/ { printf("exec-success %s %d [%s]\n", curpsinfo->pr_fname, curpsinfo->pr_pid == $target, curpsinfo->pr_psargs); }`)
+	if want := "exec /bin/true\nexec-success true 1 [/bin/true one two three]\n\n"; r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }

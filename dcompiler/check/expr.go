@@ -715,6 +715,16 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidT, nil
+	case ArgsFn:
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		for i, t := range argTypes {
+			if !t.IsScalar() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", e.Fn, i+1, t)
+			}
+		}
+		return types.StringT(PRArgSz), nil
 	case "copyinstr":
 		if len(e.Args) < 1 || len(e.Args) > 2 {
 			return nil, protoLen(1)

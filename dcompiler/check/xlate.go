@@ -28,6 +28,13 @@ type translator struct {
 	members map[string]*ast.XlateMember
 }
 
+// ArgsFn is the D library's __dstar_args(addr, len): the current
+// process's arguments as one string, for psinfo_t's pr_psargs.
+const ArgsFn = "__dstar_args"
+
+// PRArgSz is the size of psinfo_t's pr_psargs, with its NUL.
+const PRArgSz = 80
+
 // maxXlateDepth bounds translators that use translators.
 const maxXlateDepth = 8
 

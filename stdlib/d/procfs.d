@@ -31,6 +31,7 @@ struct psinfo {
 	gid_t pr_egid;
 	uintptr_t pr_addr;	/* the kernel's task_struct */
 	char pr_fname[16];	/* the command name (comm) */
+	char pr_psargs[80];	/* the arguments, for the current process */
 };
 typedef struct psinfo psinfo_t;
 
@@ -63,6 +64,15 @@ translator psinfo_t < struct task_struct *T > {
 	pr_egid = T->cred->egid.val;
 	pr_addr = (uintptr_t)T;
 	pr_fname = T->comm;
+	/*
+	 * A process's arguments are in its own memory, which a probe can
+	 * read only when it runs in that process; elsewhere, and for kernel
+	 * threads, this is the command name, as for a process without
+	 * arguments.
+	 */
+	pr_psargs = T == curthread && T->mm != NULL && T->mm->arg_end > T->mm->arg_start ?
+	    __dstar_args(T->mm->arg_start, T->mm->arg_end - T->mm->arg_start) :
+	    T->comm;
 };
 
 translator lwpsinfo_t < struct task_struct *T > {
