@@ -173,8 +173,8 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return types.Int64T, nil
 	}
 	if il := in.inlines[e.Name]; il != nil {
-		if in.xlateOf(e) != nil && !env.Decl {
-			return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", il.Type)
+		if xl := in.xlateOf(e); xl != nil && !env.Decl {
+			return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
 		}
 		return il.Type, nil
 	}

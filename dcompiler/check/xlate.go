@@ -79,12 +79,21 @@ func (in *Info) xlateType(e *ast.Xlate, env *Env) (*types.Type, error) {
 		st = t.Elem
 	}
 	if st.Kind != types.Struct || len(in.xlators[st.Name]) == 0 {
-		return nil, in.errorf(e.Pos, "D_XLATE_NONE", "no translator to %s is defined", t.Name)
+		return nil, in.errorf(e.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(e.Type))
 	}
 	if !env.Decl {
-		return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", t.Name)
+		return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(e.Type))
 	}
 	return t, nil
+}
+
+// spell writes a type as the program wrote it ("psinfo_t *"), for
+// messages.
+func spell(tn *ast.TypeName) string {
+	if tn.Ptr == 0 {
+		return tn.Name
+	}
+	return tn.Name + " " + strings.Repeat("*", tn.Ptr)
 }
 
 // xlateOf returns the xlate expression x stands for: x itself, an inline
@@ -289,7 +298,7 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	}
 	trs := in.xlators[st.Name]
 	if len(trs) == 0 {
-		return nil, in.errorf(xl.Pos, "D_XLATE_NONE", "no translator to %s is defined", t.Name)
+		return nil, in.errorf(m.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(xl.Type))
 	}
 	tr := trs[0]
 	if len(trs) > 1 {
@@ -306,7 +315,7 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 			}
 		}
 		if tr == nil {
-			return nil, in.errorf(xl.Pos, "D_XLATE_NONE", "cannot translate from \"%s\" to \"%s\"", xt, t)
+			return nil, in.errorf(m.Pos, "D_XLATE_NONE", "cannot translate from \"%s\" to \"%s\"", xt, spell(xl.Type))
 		}
 	}
 	tm := tr.members[m.Name]
