@@ -83,6 +83,10 @@ func iarg(expr string) Arg { return Arg{Type: "int", Kind: ArgInt, Size: 4, Sign
 // arguments 0 and 1.
 var taskArgs = []Arg{xarg("lwpsinfo_t", "struct task_struct", 0), xarg("psinfo_t", "struct task_struct", 1)}
 
+// queueArgs are taskArgs and the cpuinfo_t of the processor whose run
+// queue the task joins or leaves, from native argument 2.
+var queueArgs = append(append([]Arg{}, taskArgs...), xarg("cpuinfo_t", "struct task_struct", 2))
+
 // ioArgs are io's bufinfo_t, devinfo_t and fileinfo_t of the request in
 // native arguments 0, 1 and 2.
 var ioArgs = []Arg{
@@ -150,9 +154,9 @@ var (
 		// running is leaving its run queue to sleep.
 		{name: "sleep", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, test: isZero}, {arg: 3}}},
 		{name: "dequeue", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, test: isZero}, {arg: 3}},
-			native: []int{1, 1}, args: taskArgs},
+			native: []int{1, 1, 1}, args: queueArgs},
 		{name: "preempt", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0}}},
-		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, native: []int{0, 0}, args: taskArgs},
+		{name: "enqueue", tps: []string{"sched_wakeup", "sched_wakeup_new"}, native: []int{0, 0, 0}, args: queueArgs},
 		// wakeup fires in the waker.
 		{name: "wakeup", tps: []string{"sched_waking"}, native: []int{0, 0}, args: taskArgs},
 		// tick fires 100 times a second on each CPU, in whatever thread

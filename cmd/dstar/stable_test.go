@@ -127,10 +127,11 @@ func TestSchedOnOffCPU(t *testing.T) {
 		"-n", `sched:::on-cpu /pid == $target/ { on++; }`,
 		"-n", `sched:::off-cpu /pid == $target/ { off++; }`,
 		"-n", `sched:::sleep /pid == $target/ { sleep++; }`,
-		"-n", `sched:::enqueue /args[1]->pr_pid == $target/ { enq++; }`,
+		"-n", `sched:::enqueue /args[1]->pr_pid == $target && args[2]->cpu_id >= 0/ { enq++; }`,
+		"-n", `sched:::dequeue /args[1]->pr_pid == $target && args[2]->cpu_id == cpu/ { deq++; }`,
 		"-n", `sched:::wakeup /args[1]->pr_pid == $target && args[0]->pr_lwpid == $target/ { wake++; }`,
-		"-n", `proc:::exit /pid == $target/ { printf("%d %d %d %d %d\n", on > 0, off > 0, sleep > 0, enq > 0, wake > 0); }`)
-	if want := "1 1 1 1 1\n\n"; r.stdout != want || r.code != 0 {
+		"-n", `proc:::exit /pid == $target/ { printf("%d %d %d %d %d %d\n", on > 0, off > 0, sleep > 0, enq > 0, wake > 0, deq > 0); }`)
+	if want := "1 1 1 1 1 1\n\n"; r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }

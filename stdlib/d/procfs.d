@@ -86,7 +86,7 @@ translator lwpsinfo_t < struct task_struct *T > {
 	    T->__state == 0 ? (T->on_cpu ? 'O' : 'R') :
 	    (T->__state & 0x3) ? 'S' : (T->__state & 0x4) ? 'T' : 'W';
 	pr_pri = T->prio;
-	pr_onpro = T->wake_cpu;
+	pr_onpro = T->thread_info.cpu;
 	pr_bindpro = -1;
 	pr_name = T->comm;
 };
