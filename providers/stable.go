@@ -52,9 +52,10 @@ const curTask = -1
 
 // stableCond keeps the events where tracepoint argument arg passes test.
 type stableCond struct {
-	arg  int
-	test condTest
-	sys  []string // for inSyscalls
+	arg   int
+	test  condTest
+	sys   []string // for inSyscalls
+	value int32    // for equals
 }
 
 type condTest int
@@ -63,6 +64,7 @@ const (
 	nonzero    condTest = iota
 	isZero              // the value is 0
 	negative            // the value is negative
+	equals              // the value is value
 	newProcess          // the task_struct it points to is its process's first thread
 	newThread           // ... or a later one
 	inSyscalls          // sys_exit's pt_regs: the call returning is one of sys
@@ -139,6 +141,10 @@ var (
 		// as it is about to run the handler (or take the default action).
 		{name: "signal-send", tps: []string{"signal_generate"}, native: []int{2, 2, 0},
 			args: append(append([]Arg{}, taskArgs...), iarg("(int)arg2"))},
+		// signal-discard fires as a signal the target ignores is dropped
+		// (signal_generate's result is TRACE_SIGNAL_IGNORED).
+		{name: "signal-discard", tps: []string{"signal_generate"}, conds: []stableCond{{arg: 4, test: equals, value: 1}},
+			native: []int{2, 2, 0}, args: append(append([]Arg{}, taskArgs...), iarg("(int)arg2"))},
 		{name: "signal-handle", tps: []string{"signal_deliver"}, native: []int{0, 1, 2},
 			args: []Arg{iarg("(int)arg0"),
 				{Type: "siginfo_t *", Kind: ArgPointer, Size: 8, Expr: "(struct kernel_siginfo *)arg1"},
@@ -271,6 +277,8 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 			p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, 0, p.Skip))
 		case negative:
 			p.Insns = append(p.Insns, asm.JSGE.Imm(asm.R0, 0, p.Skip))
+		case equals:
+			p.Insns = append(p.Insns, asm.JNE.Imm(asm.R0, c.value, p.Skip))
 		default:
 			p.Insns = append(p.Insns, asm.JEq.Imm(asm.R0, 0, p.Skip))
 		}

@@ -31,7 +31,7 @@ func TestListStable(t *testing.T) {
 		}
 		names = append(names, f[2])
 	}
-	want := "exec exec-success exec-failure exit create lwp-create lwp-exit start lwp-start signal-send signal-handle"
+	want := "exec exec-success exec-failure exit create lwp-create lwp-exit start lwp-start signal-send signal-discard signal-handle"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("proc probes: %s, want %s", got, want)
 	}
@@ -109,11 +109,13 @@ func TestProcLwp(t *testing.T) {
 
 func TestProcSignal(t *testing.T) {
 	bpftest.Require(t)
-	// The shell sends itself SIGUSR1 and handles it.
-	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "trap : USR1; kill -USR1 \$\$"`,
-		"-n", `proc:::signal-send /pid == $target && args[2] == 10/ { printf("send %d %d %d %s\n", args[2], args[1]->pr_pid == $target, args[0]->pr_lwpid == $target, args[1]->pr_fname); }`,
+	// The shell sends itself SIGUSR1 and handles it, then SIGUSR2, which
+	// it ignores.
+	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "trap : USR1; trap '' USR2; kill -USR1 \$\$; kill -USR2 \$\$"`,
+		"-n", `proc:::signal-send /pid == $target && args[2] != SIGCHLD/ { printf("send %d %d %d %s\n", args[2], args[1]->pr_pid == $target, args[0]->pr_lwpid == $target, args[1]->pr_fname); }`,
+		"-n", `proc:::signal-discard /pid == $target/ { printf("discard %d %d\n", args[2], args[1]->pr_pid == $target); }`,
 		"-n", `proc:::signal-handle /pid == $target/ { printf("handle %d %d\n", args[0], args[2] != 0); }`)
-	if want := "send 10 1 1 sh\nhandle 10 1\n\n"; r.stdout != want || r.code != 0 {
+	if want := "send 10 1 1 sh\nhandle 10 1\nsend 12 1 1 sh\ndiscard 12 1\n\n"; r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }
