@@ -156,7 +156,9 @@ func TestIOStart(t *testing.T) {
 		t.Skip("no losetup to make a loop device")
 	}
 	// A loop device of its own makes the I/O exact: one 64 KiB direct
-	// write at byte 512 KiB (block 1024), and nothing else.
+	// write at byte 512 KiB (block 1024), then a 4 KiB direct read at
+	// block 24, both issued by the target's children (udev, where it
+	// runs, may read a new device too).
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(img, make([]byte, 1<<20), 0o600); err != nil {
 		t.Fatal(err)
@@ -168,10 +170,10 @@ func TestIOStart(t *testing.T) {
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
 	name := filepath.Base(dev)
-	r := dstar(t, 30*time.Second, "-q", "-c", "dd if=/dev/zero of="+dev+" bs=64k seek=8 count=1 oflag=direct status=none",
-		"-n", `io:::start /args[1]->dev_name == "`+name+`"/ { printf("start %d %d %s %s %d %s\n", args[0]->b_bcount, args[0]->b_blkno, args[0]->b_flags & B_WRITE ? "W" : "R", args[1]->dev_pathname, args[1]->dev_major, args[2]->fi_name); }`,
-		"-n", `io:::done /args[1]->dev_name == "`+name+`"/ { printf("done %d\n", args[0]->b_bcount); }`)
-	want := fmt.Sprintf("start 65536 1024 W %s 7 <none>\ndone 65536\n\n", dev)
+	r := dstar(t, 30*time.Second, "-q", "-c", `sh -c "dd if=/dev/zero of=`+dev+` bs=64k seek=8 count=1 oflag=direct status=none; dd if=`+dev+` of=/dev/null bs=4k skip=3 count=1 iflag=direct status=none"`,
+		"-n", `io:::start /args[1]->dev_name == "`+name+`" && progenyof($target)/ { mine[args[0]->b_addr] = 1; printf("start %d %d %s %s %d %s\n", args[0]->b_bcount, args[0]->b_blkno, args[0]->b_flags & B_WRITE ? "W" : args[0]->b_flags & B_READ ? "R" : "?", args[1]->dev_pathname, args[1]->dev_major, args[2]->fi_name); }`,
+		"-n", `io:::done /mine[args[0]->b_addr]/ { printf("done %d\n", args[0]->b_bcount); mine[args[0]->b_addr] = 0; }`)
+	want := fmt.Sprintf("start 65536 1024 W %s 7 <none>\ndone 65536\nstart 4096 24 R %s 7 <none>\ndone 4096\n\n", dev, dev)
 	if r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}

@@ -50,11 +50,14 @@ struct fileinfo {
 typedef struct fileinfo fileinfo_t;
 
 /*
- * Linux encodes a request's operation in the low bits of cmd_flags, writes
- * being the odd ones; REQ_SYNC (bit 11) marks synchronous I/O.
+ * Linux encodes a request's operation in the low 8 bits of cmd_flags:
+ * 0 is a read, and writes (write, discard, write zeroes, ...) are the odd
+ * ones; others, such as a cache flush, are neither. REQ_SYNC (bit 11)
+ * marks synchronous I/O.
  */
 translator bufinfo_t < struct request *R > {
-	b_flags = ((R->cmd_flags & 1) ? B_WRITE : B_READ) |
+	b_flags = ((R->cmd_flags & 0xff) == 0 ? B_READ :
+	    (R->cmd_flags & 1) ? B_WRITE : 0) |
 	    ((R->cmd_flags & 0x800) ? 0 : B_ASYNC);
 	b_bcount = R->__data_len;
 	b_addr = (uintptr_t)R;
