@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/dstar-trace/dstar/providers/sysnum"
 )
@@ -379,7 +381,11 @@ func (s *Stable) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
 		if err != nil {
 			cs.Close()
-			return nil, fmt.Errorf("%s: attaching to raw tracepoint %s (BPF_RAW_TRACEPOINT_OPEN): %w", pr, tp, err)
+			hint := ""
+			if errors.Is(err, unix.ENOENT) {
+				hint = " (this kernel has no such tracepoint; " + s.name + " needs Linux 6.10 or later)"
+			}
+			return nil, fmt.Errorf("%s: attaching to raw tracepoint %s (BPF_RAW_TRACEPOINT_OPEN): %w%s", pr, tp, err, hint)
 		}
 		cs = append(cs, l)
 	}

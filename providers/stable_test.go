@@ -112,3 +112,22 @@ func TestStableCreate(t *testing.T) {
 		t.Errorf("args %x: want the child's task_struct, then zeros", args)
 	}
 }
+
+// A tracepoint the kernel lacks fails to attach with a message that says so.
+func TestStableMissingTracepoint(t *testing.T) {
+	h := newHarness(t, denseLayout)
+	s := &Stable{name: "proc", first: func() (int, error) { return 1, nil },
+		defs: []stableDef{{name: "nosuch", tps: []string{"dstar_no_such_tracepoint"}}}}
+	probes, err := s.Probes(Desc{Provider: "proc"})
+	if err != nil || len(probes) != 1 {
+		t.Fatalf("%v %v", probes, err)
+	}
+	c, err := s.Attach(probes[0], h.program(probes[0].ProgType, s, probes[0]))
+	if err == nil {
+		c.Close()
+		t.Fatal("attached to a tracepoint that does not exist")
+	}
+	if !strings.Contains(err.Error(), "this kernel has no such tracepoint; proc needs Linux 6.10 or later") {
+		t.Errorf("error: %v", err)
+	}
+}
