@@ -1124,11 +1124,14 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		}
 		return types.FromC(a.Type, a.Size, a.Signed), nil
 	}
-	if env.Probe != nil && env.Probe.Provider == "syscall" {
+	if env.Probe != nil && fixedArgs[env.Probe.Provider] {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
 	}
 	return types.Int64T, nil
 }
+
+// fixedArgs are the providers whose probes declare all their args[].
+var fixedArgs = map[string]bool{"syscall": true, "proc": true, "sched": true, "io": true}
 
 // PositionalArg returns probe p's Nth positional argument, if it declares
 // its arguments by position (as syscall probes do).
