@@ -20,11 +20,9 @@ import (
 // never sees a translator, and a translated member costs exactly the kernel
 // reads its expression makes.
 
-// translator is a translator definition, with its output struct resolved.
+// translator is a translator definition, with its members by name.
 type translator struct {
 	decl    *ast.Translator
-	file    *source.File
-	out     *types.Type // the struct it builds
 	members map[string]*ast.XlateMember
 }
 
@@ -50,7 +48,7 @@ func (in *Info) translatorDecl(d *ast.Decl) error {
 	if out.Kind != types.Struct {
 		return in.errorf(x.Out.Pos, "D_XLATE_SOU", "translator output type must be a struct or union: %s", out.Name)
 	}
-	tr := &translator{decl: x, file: d.File, out: out, members: map[string]*ast.XlateMember{}}
+	tr := &translator{decl: x, members: map[string]*ast.XlateMember{}}
 	for _, m := range x.Members {
 		if _, _, err := ktypes.Member(out, m.Name); err != nil {
 			return in.errorf(m.Pos, "D_XLATE_MEMB", "translator member %s is not a member of %s", m.Name, out.Name)
