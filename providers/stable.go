@@ -49,8 +49,11 @@ type stableDef struct {
 	tick time.Duration
 }
 
-// curTask as a native argument's source is the current task_struct.
-const curTask = -1
+// Native arguments that are not a tracepoint argument as it is.
+const (
+	curTask  = -1 // the current task_struct
+	execPath = -2 // at sys_enter, the path execve or execveat was given
+)
 
 // stableCond keeps the events where tracepoint argument arg passes test.
 type stableCond struct {
@@ -70,6 +73,7 @@ const (
 	newProcess          // the task_struct it points to is its process's first thread
 	newThread           // ... or a later one
 	inSyscalls          // sys_exit's pt_regs: the call returning is one of sys
+	isSyscall           // the value (sys_enter's id) is one of sys
 	curProcess          // the current thread (arg unused) is its process's first
 	curThread           // ... or a later one
 )
@@ -99,6 +103,9 @@ var ioArgs = []Arg{
 	xarg("fileinfo_t", "struct request", 2),
 }
 
+// execs are the system calls that run a new program.
+var execs = []string{"execve", "execveat"}
+
 // forks are the system calls that make processes and threads.
 var forks = []string{"fork", "vfork", "clone", "clone3"}
 
@@ -112,16 +119,16 @@ var exitReason = "(((struct task_struct *)arg0)->exit_code & 0x7f) == 0 ? CLD_EX
 // them (see the README's "Stable providers" for what each one means here).
 var (
 	procDefs = []stableDef{
-		// exec fires in the process about to run a new program, once the
-		// kernel has found it (sched_prepare_exec, before the point of no
-		// return); args[0] is its path.
-		{name: "exec", tps: []string{"sched_prepare_exec"}, native: []int{1},
-			args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "stringof(((struct linux_binprm *)arg0)->filename)"}}},
+		// exec fires in a process as it calls execve or execveat; args[0]
+		// is the path it asks for, from its memory. exec-success or
+		// exec-failure follows.
+		{name: "exec", tps: []string{"sys_enter"}, conds: []stableCond{{arg: 1, test: isSyscall, sys: execs}},
+			native: []int{execPath}, args: []Arg{{Type: "string", Kind: ArgPointer, Size: 8, Expr: "copyinstr(arg0)"}}},
 		{name: "exec-success", tps: []string{"sched_process_exec"}},
 		// exec-failure fires as execve or execveat returns an error;
 		// args[0] is the errno.
 		{name: "exec-failure", tps: []string{"sys_exit"},
-			conds:  []stableCond{{arg: 1, test: negative}, {test: inSyscalls, sys: []string{"execve", "execveat"}}},
+			conds:  []stableCond{{arg: 1, test: negative}, {test: inSyscalls, sys: execs}},
 			native: []int{1}, args: []Arg{iarg("-(int)arg0")}},
 		// exit fires once per process, in its last thread to exit.
 		{name: "exit", tps: []string{"sched_process_exit"}, conds: []stableCond{{arg: 1}},
@@ -263,11 +270,13 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 				asm.RSh.Imm(asm.R1, 32),
 				asm.Mov.Reg32(asm.R0, asm.R0),
 				jump.Reg(asm.R0, asm.R1, p.Skip))
-		case inSyscalls:
+		case inSyscalls, isSyscall:
 			if !regs.supported {
 				return fmt.Errorf("%s: pt_regs layout unknown on this architecture", pr)
 			}
-			exitNr(p)
+			if c.test == inSyscalls {
+				exitNr(p)
+			}
 			keep := label(pr, "syscall")
 			for _, name := range c.sys {
 				if nr, ok := sysnum.Lookup(name); ok {
@@ -290,9 +299,13 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 		if p.Unused&(1<<i) != 0 {
 			continue
 		}
-		if from == curTask {
+		switch from {
+		case curTask:
 			p.Insns = append(p.Insns, asm.FnGetCurrentTask.Call())
-		} else {
+		case execPath:
+			p.Insns = append(p.Insns, execPathArg(pr, p, i)...)
+			continue
+		default:
 			p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, int16(8*from), asm.DWord))
 		}
 		storeArg(p, i, asm.R0)
@@ -300,6 +313,26 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 	zeroArgs(p, len(def.native))
 	zeroErrno(p)
 	return nil
+}
+
+// execPathArg reads, at sys_enter, the path argument of execve (its
+// first) or execveat (its second) from pt_regs straight into argi.
+func execPathArg(pr *Probe, p *Prologue, i int) asm.Instructions {
+	at, _ := sysnum.Lookup("execveat")
+	second := label(pr, fmt.Sprintf("execveat_%d", i))
+	read := label(pr, fmt.Sprintf("exec_path_%d", i))
+	return asm.Instructions{
+		asm.LoadMem(asm.R0, p.Ctx, 8, asm.DWord), // id
+		asm.LoadMem(asm.R3, p.Ctx, 0, asm.DWord), // regs
+		asm.JEq.Imm(asm.R0, int32(at), second),
+		asm.Add.Imm(asm.R3, int32(regs.sysArgs[0])),
+		asm.Ja.Label(read),
+		asm.Add.Imm(asm.R3, int32(regs.sysArgs[1])).WithSymbol(second),
+		asm.Mov.Reg(asm.R1, p.State).WithSymbol(read),
+		asm.Add.Imm(asm.R1, int32(p.ArgOffset(i))),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+	}
 }
 
 // taskIDs is where a task_struct keeps its thread id (pid) and process id
@@ -383,7 +416,7 @@ func (s *Stable) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 			cs.Close()
 			hint := ""
 			if errors.Is(err, unix.ENOENT) {
-				hint = " (this kernel has no such tracepoint; " + s.name + " needs Linux 6.10 or later)"
+				hint = fmt.Sprintf(" (this kernel has no tracepoint %s, which %s needs)", tp, pr)
 			}
 			return nil, fmt.Errorf("%s: attaching to raw tracepoint %s (BPF_RAW_TRACEPOINT_OPEN): %w%s", pr, tp, err, hint)
 		}

@@ -127,7 +127,7 @@ func TestStableMissingTracepoint(t *testing.T) {
 		c.Close()
 		t.Fatal("attached to a tracepoint that does not exist")
 	}
-	if !strings.Contains(err.Error(), "this kernel has no such tracepoint; proc needs Linux 6.10 or later") {
+	if !strings.Contains(err.Error(), "(this kernel has no tracepoint dstar_no_such_tracepoint, which proc:::nosuch needs)") {
 		t.Errorf("error: %v", err)
 	}
 }

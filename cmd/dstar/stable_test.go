@@ -82,12 +82,14 @@ func TestProcCreateExit(t *testing.T) {
 func TestProcStartExecFailure(t *testing.T) {
 	bpftest.Require(t)
 	// The shell forks twice: the first child fails to exec (ENOENT), the
-	// second runs /bin/true. start fires in each child, first thing.
+	// second runs /bin/true. start fires in each child, first thing; exec
+	// at each attempt.
 	r := dstar(t, 20*time.Second, "-q", "-c", `sh -c "/nonexistent/x 2>/dev/null; /bin/true; :"`,
 		"-n", `proc:::start /ppid == $target/ { printf("start %d\n", curpsinfo->pr_ppid == $target); }`,
+		"-n", `proc:::exec /ppid == $target/ { printf("exec %s\n", args[0]); }`,
 		"-n", `proc:::exec-failure /ppid == $target/ { printf("exec-failure %d\n", args[0]); }`,
 		"-n", `proc:::exec-success /ppid == $target/ { printf("exec-success %s\n", execname); }`)
-	if want := "start 1\nexec-failure 2\nstart 1\nexec-success true\n\n"; r.stdout != want || r.code != 0 {
+	if want := "start 1\nexec /nonexistent/x\nexec-failure 2\nstart 1\nexec /bin/true\nexec-success true\n\n"; r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }
