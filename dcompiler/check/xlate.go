@@ -276,7 +276,7 @@ func (in *Info) translatedArg(probes []*providers.Probe, n int, pos source.Pos) 
 	if first == nil {
 		return nil, nil
 	}
-	return &ast.Paren{Pos: pos, X: place(first, pos)}, nil
+	return place(first, pos), nil
 }
 
 // expandMember expands x->name (or x.name) where x is xl.
@@ -320,7 +320,10 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	if tm == nil {
 		return nil, in.errorf(m.Pos, "D_XLATE_NOCONV", "translator does not define conversion for member: %s", m.Name)
 	}
-	operand := &ast.Paren{Pos: m.Pos, X: place(xl.X, m.Pos)}
+	// No parentheses around the operand or the result: the tree already
+	// says what applies to what, and a bare member stays one, which
+	// indexing a member array (curpsinfo->pr_fname[0]) needs.
+	operand := place(xl.X, m.Pos)
 	body := ast.Rewrite(tm.X, func(e ast.Expr) ast.Expr {
 		if id, ok := e.(*ast.Ident); ok && id.Name == tr.decl.Param {
 			return operand
@@ -331,7 +334,7 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	if mt != nil && mt.Kind == types.Int {
 		body = &ast.Cast{Pos: m.Pos, Type: &ast.TypeName{Pos: m.Pos, Name: mt.Name}, X: body}
 	}
-	return &ast.Paren{Pos: m.Pos, X: body}, nil
+	return body, nil
 }
 
 // sameType compares types as translators match their input: by name,
