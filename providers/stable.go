@@ -59,23 +59,23 @@ const (
 type stableCond struct {
 	arg   int
 	test  condTest
-	sys   []string // for inSyscalls
+	sys   []string // for inSyscalls and isSyscall
 	value int32    // for equals
 }
 
 type condTest int
 
 const (
-	nonzero    condTest = iota
-	isZero              // the value is 0
-	negative            // the value is negative
-	equals              // the value is value
-	newProcess          // the task_struct it points to is its process's first thread
-	newThread           // ... or a later one
-	inSyscalls          // sys_exit's pt_regs: the call returning is one of sys
-	isSyscall           // the value (sys_enter's id) is one of sys
-	curProcess          // the current thread (arg unused) is its process's first
-	curThread           // ... or a later one
+	nonzero    condTest = iota // the value is not 0
+	isZero                     // the value is 0
+	negative                   // the value is negative
+	equals                     // the value is value
+	newProcess                 // the task_struct it points to is its process's first thread
+	newThread                  // ... or a later one
+	inSyscalls                 // sys_exit's pt_regs: the call returning is one of sys
+	isSyscall                  // the value (sys_enter's id) is one of sys
+	curProcess                 // the current thread (arg unused) is its process's first
+	curThread                  // ... or a later one
 )
 
 // xarg is args[n] of translated type t *, from native argument n.
@@ -116,7 +116,8 @@ var exitReason = "(((struct task_struct *)arg0)->exit_code & 0x7f) == 0 ? CLD_EX
 	"(((struct task_struct *)arg0)->exit_code & 0x80) ? CLD_DUMPED : CLD_KILLED"
 
 // The probes, with the tracepoints of this kernel generation that serve
-// them (see the README's "Stable providers" for what each one means here).
+// them (the README's table of proc, sched and io probes says what each
+// one means here).
 var (
 	procDefs = []stableDef{
 		// exec fires in a process as it calls execve or execveat; args[0]
