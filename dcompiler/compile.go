@@ -12,6 +12,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/parser"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/providers"
+	"github.com/dstar-trace/dstar/stdlib"
 )
 
 // Providers is what the compiler needs of the providers: matching probe
@@ -53,9 +54,11 @@ type Program struct {
 // Compile compiles D source files as one program. Errors are
 // *source.Error (with file, line and column) or *check.NoMatchError.
 func Compile(files []*source.File, opts Options) (*Program, error) {
-	tree := &ast.Program{Files: files}
-	for _, f := range files {
-		t, err := parser.Parse(f)
+	tree := &ast.Program{}
+	typedefs := map[string]bool{}
+	for _, f := range append(library(), files...) {
+		tree.Files = append(tree.Files, f)
+		t, err := parser.ParseKnown(f, typedefs)
 		if err != nil {
 			return nil, err
 		}
@@ -82,6 +85,16 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		return nil, err
 	}
 	return &Program{Files: files, Info: info, Code: code}, nil
+}
+
+// library returns the D library's files, which every program includes
+// first. They are parsed afresh each time: checking rewrites the tree.
+func library() []*source.File {
+	var out []*source.File
+	for _, f := range stdlib.DLibrary() {
+		out = append(out, source.NewFile(f.Name, f.Text))
+	}
+	return out
 }
 
 // Probes lists the program's matched probes.

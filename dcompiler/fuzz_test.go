@@ -35,6 +35,8 @@ func FuzzCompile(f *testing.F) {
 		`inline int N = 2; self int x; BEGIN { s = speculation(); speculate(s); printf("%s", substr(strjoin("a", "b"), N)); }`,
 		`BEGIN { @q = lquantize(1, 0, 10, 2); @r = llquantize(5, 10, 0, 3, 10); trunc(@q, 1); normalize(@r, 2); }`,
 		`BEGIN { i++; --i; i += 4; trace(i ^^ 1); trace(copyinstr(arg0)); }`,
+		`struct s { int a; string n; }; translator struct s < struct task_struct *T > { a = T->pid; n = T->comm; };
+BEGIN { trace(xlate <struct s *> (curthread)->a); trace(curpsinfo->pr_psargs); trace(curlwpsinfo->pr_pri); }`,
 	} {
 		f.Add(s)
 	}

@@ -105,6 +105,10 @@ type Arg struct {
 	// BTF is the argument's kernel type when the provider knows it (rawtp
 	// and fbt arguments), so that args[1]->pid can follow a pointer.
 	BTF btf.Type
+	// Expr, when set, is the D expression args[i] stands for, over the
+	// native values the prologue left in arg0..arg9: a translated argument
+	// such as "xlate <psinfo_t *> ((struct task_struct *)arg1)", typed Type.
+	Expr string
 }
 
 // Dispatcher is implemented by providers whose probes can share one kernel

@@ -3,13 +3,12 @@ package providers
 import (
 	"fmt"
 	"sync"
-
-	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // Registry holds the providers in a fixed order, which is also the order of
 // probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
-// before return), sdt (by group and event), rawtp (likewise), fbt (by kallsyms). The IDs are the same for
+// before return), sdt (by group and event), proc, sched and io, rawtp (by
+// group and event), fbt (by kallsyms). The IDs are the same for
 // `dstar -l` and for a run on the same kernel.
 type Registry struct {
 	providers []Provider
@@ -30,13 +29,19 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		n, err := sys.NumProbes()
 		return syscallFirst + n, err
 	}
-	rawtpFirst := func() (int, error) {
+	sdt := NewSDT(sdtFirst)
+	stableFirst := func() (int, error) {
 		first, err := sdtFirst()
 		if err != nil {
 			return 0, err
 		}
-		evs, err := tracefs.Events()
-		return first + len(evs), err
+		n, err := sdt.NumProbes()
+		return first + n, err
+	}
+	stable := stableProviders(stableFirst)
+	rawtpFirst := func() (int, error) {
+		first, err := stableFirst()
+		return first + numStableProbes(), err
 	}
 	rawtp := NewRawTP(rawtpFirst)
 	fbt := NewFBT(func() (int, error) {
@@ -47,7 +52,8 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		n, err := rawtp.NumProbes()
 		return first + n, err
 	})
-	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, NewSDT(sdtFirst), rawtp, fbt)
+	ps := append([]Provider{DTrace{}, NewProfile(profileFirst), sys, sdt}, stable...)
+	return NewRegistry(append(ps, rawtp, fbt)...)
 })
 
 // Providers returns the providers in order.

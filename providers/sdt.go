@@ -80,6 +80,15 @@ func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
 	return out, nil
 }
 
+// NumProbes is the number of sdt probes: the kernel's tracepoints.
+func (s *SDT) NumProbes() (int, error) {
+	evs, err := tracefs.Events()
+	if err != nil {
+		return 0, fmt.Errorf("sdt provider: %w", err)
+	}
+	return len(evs), nil
+}
+
 // maybeIdent reports whether pattern could match a C identifier: it is a
 // glob, empty, or an identifier itself.
 func maybeIdent(pattern string) bool {

@@ -1,6 +1,7 @@
 // Package stdlib is what ships inside the dstar binary: Starlark modules
-// that scripts load as "@stdlib//NAME.star", and the tools that
-// `dstar tool NAME` runs (tools/NAME.star).
+// that scripts load as "@stdlib//NAME.star", the tools that
+// `dstar tool NAME` runs (tools/NAME.star), and the D library (d/*.d)
+// that the compiler reads before every D program.
 package stdlib
 
 import (
@@ -12,6 +13,28 @@ import (
 
 //go:embed *.star tools/*.star
 var files embed.FS
+
+//go:embed d/*.d
+var dfiles embed.FS
+
+// DFile is one file of the D library.
+type DFile struct {
+	Name string // as errors name it: "stdlib/d/procfs.d"
+	Text string
+}
+
+// DLibrary returns the D library files (d/*.d) in name order: the types,
+// translators and constants that every D program may use, as DTrace's
+// /usr/lib/dtrace/*.d. The compiler reads them before a program.
+func DLibrary() []DFile {
+	ents, _ := fs.ReadDir(dfiles, "d")
+	var out []DFile
+	for _, e := range ents {
+		b, _ := fs.ReadFile(dfiles, "d/"+e.Name())
+		out = append(out, DFile{Name: "stdlib/d/" + e.Name(), Text: string(b)})
+	}
+	return out
+}
 
 // FS holds the library: modules at the top, tools under tools/.
 var FS fs.FS = files

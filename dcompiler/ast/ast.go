@@ -35,6 +35,26 @@ type Decl struct {
 	// Def is a struct, union or enum definition ("struct foo { ... };"),
 	// when the declaration is one.
 	Def *TypeDef
+	// Xlator is a translator definition, when the declaration is one.
+	Xlator *Translator
+}
+
+// Translator is "translator OUT < IN PARAM > { member = expr; ... };": how
+// to build an OUT from an IN, one member at a time. xlate <OUT *> (x) and
+// probe arguments of translated types use it.
+type Translator struct {
+	Pos     source.Pos
+	Out     *TypeName
+	In      *TypeName
+	Param   string
+	Members []*XlateMember
+}
+
+// XlateMember is one "member = expr;" of a translator.
+type XlateMember struct {
+	Pos  source.Pos
+	Name string
+	X    Expr
 }
 
 // TypeDef is the body of a struct, union or enum definition.
@@ -222,6 +242,13 @@ type OffsetOf struct {
 	Member string
 }
 
+// Xlate is xlate <TYPE> (x): x translated to TYPE by a translator.
+type Xlate struct {
+	Pos  source.Pos
+	Type *TypeName
+	X    Expr
+}
+
 // Paren is (x), kept so errors and printing can see it.
 type Paren struct {
 	Pos source.Pos
@@ -244,4 +271,5 @@ func (e *Member) Start() source.Pos     { return e.X.Start() }
 func (e *Cast) Start() source.Pos       { return e.Pos }
 func (e *SizeofType) Start() source.Pos { return e.Pos }
 func (e *Paren) Start() source.Pos      { return e.Pos }
+func (e *Xlate) Start() source.Pos      { return e.Pos }
 func (e *OffsetOf) Start() source.Pos   { return e.Pos }

@@ -62,7 +62,9 @@ type Info struct {
 	threads  map[string]*Var
 	locals   map[string]*Var
 	aggs     map[string]*Agg
-	stackOK  map[*ast.Call]bool // stack( ) calls where a stack may be
+	xlators  map[string][]*translator // by the name of the struct they build
+	argExprs map[string]ast.Expr      // translated probe arguments, parsed
+	stackOK  map[*ast.Call]bool       // stack( ) calls where a stack may be
 
 }
 
@@ -161,6 +163,12 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 				in.Probes = append(in.Probes, p)
 			}
 			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+		}
+	}
+	for _, cl := range in.Clauses {
+		in.file = cl.File
+		if err := in.translateClause(cl); err != nil {
+			return nil, err
 		}
 	}
 	in.predeclare()
@@ -439,6 +447,9 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 // Env is where an expression is typed: the probe it fires on.
 type Env struct {
 	Probe *providers.Probe
+	// Decl says the expression is a declaration's (an inline's value),
+	// where an xlate may stand alone: its uses are translated.
+	Decl bool
 }
 
 // Global returns the global variable name, or nil.

@@ -22,6 +22,12 @@ type Inline struct {
 func (in *Info) decls() error {
 	for _, d := range in.Prog.Decls {
 		in.file = d.File
+		if d.Xlator != nil {
+			if err := in.translatorDecl(d); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.Def != nil {
 			if err := in.typeDef(d); err != nil {
 				return err
@@ -39,7 +45,12 @@ func (in *Info) decls() error {
 		case d.Typedef:
 			in.typedefs[d.Name] = t
 		case d.Inline:
-			it, err := in.TypeOf(d.Init, &Env{})
+			init, err := in.translateExpr(d.Init)
+			if err != nil {
+				return err
+			}
+			d.Init = init
+			it, err := in.TypeOf(d.Init, &Env{Decl: true})
 			if err != nil {
 				return err
 			}

@@ -74,6 +74,8 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		return in.indexType(e, env)
 	case *ast.Member:
 		return in.memberType(e, env)
+	case *ast.Xlate:
+		return in.xlateType(e, env)
 	case *ast.Cast:
 		t, err := in.typeName(e.Type)
 		if err != nil {
@@ -171,6 +173,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return types.Int64T, nil
 	}
 	if il := in.inlines[e.Name]; il != nil {
+		if xl := in.xlateOf(e); xl != nil && !env.Decl {
+			return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
+		}
 		return il.Type, nil
 	}
 	if e.Name == "curthread" {
@@ -713,6 +718,16 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidT, nil
+	case ArgsFn:
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		for i, t := range argTypes {
+			if !t.IsScalar() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", e.Fn, i+1, t)
+			}
+		}
+		return types.StringT(PRArgSz), nil
 	case "copyinstr":
 		if len(e.Args) < 1 || len(e.Args) > 2 {
 			return nil, protoLen(1)
@@ -1115,7 +1130,7 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		}
 		return types.FromC(a.Type, a.Size, a.Signed), nil
 	}
-	if env.Probe != nil && (env.Probe.Provider == "syscall" || typedArgs(env.Probe)) {
+	if env.Probe != nil && (fixedArgs[env.Probe.Provider] || typedArgs(env.Probe)) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
 	}
 	return types.Int64T, nil
@@ -1134,6 +1149,9 @@ func typedArgs(p *providers.Probe) bool {
 	}
 	return true
 }
+
+// fixedArgs are the providers whose probes declare all their args[].
+var fixedArgs = map[string]bool{"syscall": true, "proc": true, "sched": true, "io": true}
 
 // PositionalArg returns probe p's Nth positional argument, if it declares
 // its arguments by position (as syscall probes do).

@@ -62,6 +62,9 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if e.Fn == "copyinstr" {
 			return pg.copyinstr(e, base, off, size)
 		}
+		if e.Fn == check.ArgsFn {
+			return pg.userArgs(e, base, off, size)
+		}
 		return pg.subrStr(e, base, off, size)
 	case *ast.Unary:
 		if e.Op == "stringof" {
@@ -113,6 +116,51 @@ func (pg *probeGen) readStr(base asm.Register, off, size int, fn asm.BuiltinFunc
 	pg.addrOf(asm.R1, base, off)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
 	pg.call(fn)
+}
+
+// userArgs is the D library's __dstar_args(addr, len): len bytes (at most
+// PRARGSZ-1) of the current process's memory at addr, where the kernel
+// keeps its NUL-separated arguments, read as one string with the NULs
+// between arguments turned into spaces, as ps(1) shows them. A bad
+// address reads as "": the library asks only for the current process's
+// own arguments, which may be paged out.
+func (pg *probeGen) userArgs(e *ast.Call, base asm.Register, off, size int) error {
+	n := min(size, check.PRArgSz)
+	pg.bytes(base, off, make([]byte, n))
+	if err := pg.expr(e.Args[1]); err != nil {
+		return err
+	}
+	if _, err := pg.push(); err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.pop(asm.R2)
+	short, read := pg.newLabel("args_short"), pg.newLabel("args_read")
+	pg.emit(
+		asm.JSGE.Imm(asm.R2, 0, short),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.JLE.Imm(asm.R2, int32(n-1), read).WithSymbol(short),
+		asm.Mov.Imm(asm.R2, int32(n-1)),
+	)
+	pg.label(read)
+	pg.addrOf(asm.R1, base, off)
+	pg.call(asm.FnProbeReadUser)
+	// A NUL with more text after it separates two arguments.
+	for i := 0; i < n-1; i++ {
+		next := pg.newLabel("args_next")
+		pg.emit(
+			asm.LoadMem(asm.R1, base, int16(off+i), asm.Byte),
+			asm.JNE.Imm(asm.R1, 0, next),
+			asm.LoadMem(asm.R1, base, int16(off+i+1), asm.Byte),
+			asm.JEq.Imm(asm.R1, 0, next),
+			storeImm(base, int16(off+i), ' ', asm.Byte),
+		)
+		pg.label(next)
+	}
+	return nil
 }
 
 // copyinstr copies a user-space string, faulting on a bad address.

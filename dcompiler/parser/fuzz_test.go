@@ -8,6 +8,8 @@ import (
 )
 
 var seeds = []string{
+	`translator struct s < struct task_struct *T > { a = T->pid; b = xlate <psinfo_t *> (T)->pr_pid; };`,
+	`BEGIN { trace(xlate <psinfo_t *> (curthread)->pr_pid); trace(xlate<x>(y).z); }`,
 	`BEGIN { printf("hello, world\n"); exit(0); }`,
 	`syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); }`,
 	`profile-997 /arg0/ { @a[execname, pid] = sum(arg1 * 2 + 1); } tick-1s { trace(x ? y : z); }`,

@@ -14,8 +14,13 @@ import (
 )
 
 // Parse parses a whole D program.
-func Parse(f *source.File) (*ast.Program, error) {
-	p := &parser{f: f, lx: lexer.New(f)}
+func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil) }
+
+// ParseKnown parses a whole D program whose typedef names may include
+// those of typedefs (the names of files parsed before it, such as the
+// library's psinfo_t); the typedefs f declares are added to it.
+func ParseKnown(f *source.File, typedefs map[string]bool) (*ast.Program, error) {
+	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs}
 	prog, err := p.program()
 	if err != nil {
 		return nil, err
@@ -53,7 +58,7 @@ type parser struct {
 // than a probe description.
 func (p *parser) startsDecl(word string) bool {
 	switch word {
-	case "self", "this", "inline", "typedef", "static", "extern":
+	case "self", "this", "inline", "typedef", "static", "extern", "translator":
 		return true
 	}
 	return typeWords[word] || p.typedefs[word]
@@ -62,6 +67,9 @@ func (p *parser) startsDecl(word string) bool {
 // decl parses a declaration, the current token being its first word.
 func (p *parser) decl() (*ast.Decl, error) {
 	d := &ast.Decl{File: p.f, Pos: p.tok.Pos}
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "translator" {
+		return p.translator(d)
+	}
 	for p.tok.Kind == lexer.Ident {
 		switch p.tok.Text {
 		case "self", "this":
@@ -136,6 +144,123 @@ typ:
 		p.typedefs[d.Name] = true
 	}
 	return d, nil
+}
+
+// translator parses "translator OUT < IN PARAM > { member = expr; ... };",
+// the current token being "translator".
+func (p *parser) translator(d *ast.Decl) (*ast.Decl, error) {
+	x := &ast.Translator{Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	out, err := p.xlateType()
+	if err != nil {
+		return nil, err
+	}
+	x.Out = out
+	if err := p.expect("<"); err != nil {
+		return nil, err
+	}
+	in, err := p.xlateType()
+	if err != nil {
+		return nil, err
+	}
+	x.In = in
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	x.Param = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect(">"); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("{") {
+		return nil, p.syntaxError()
+	}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	for !p.tok.Is("}") {
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		m := &ast.XlateMember{Pos: p.tok.Pos, Name: p.tok.Text}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if err := p.expect("="); err != nil {
+			return nil, err
+		}
+		v, err := p.assign()
+		if err != nil {
+			return nil, err
+		}
+		m.X = v
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		x.Members = append(x.Members, m)
+	}
+	if err := p.next(); err != nil { // '}'
+		return nil, err
+	}
+	if !p.tok.Is(";") {
+		return nil, p.syntaxError()
+	}
+	d.Xlator = x
+	return d, nil
+}
+
+// xlateType parses the type of a translator or of xlate < >: a type name,
+// or an identifier the checker will resolve (a typedef of another file).
+func (p *parser) xlateType() (*ast.TypeName, error) {
+	if p.isType(p.tok) {
+		return p.typeName()
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	if p.typedefs == nil {
+		p.typedefs = map[string]bool{}
+	}
+	p.typedefs[p.tok.Text] = true // it can only be a type here
+	return p.typeName()
+}
+
+// xlate parses "xlate < TYPE > ( expr )", the current token being "xlate".
+func (p *parser) xlate() (ast.Expr, error) {
+	x := &ast.Xlate{Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("<"); err != nil {
+		return nil, err
+	}
+	tn, err := p.xlateType()
+	if err != nil {
+		return nil, err
+	}
+	x.Type = tn
+	if err := p.expect(">"); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("(") {
+		return nil, p.syntaxError()
+	}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	v, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	x.X = v
+	if !p.tok.Is(")") {
+		return nil, p.syntaxError()
+	}
+	return x, p.next()
 }
 
 // typeDef parses the body of "struct NAME { ... };", "union NAME { ... };"
@@ -640,6 +765,13 @@ func (p *parser) unary() (ast.Expr, error) {
 	if t.Kind == lexer.Ident && t.Text == "offsetof" {
 		return p.offsetof()
 	}
+	if t.Kind == lexer.Ident && t.Text == "xlate" {
+		x, err := p.xlate()
+		if err != nil {
+			return nil, err
+		}
+		return p.postfixOf(x)
+	}
 	return p.postfix()
 }
 
@@ -767,6 +899,11 @@ func (p *parser) postfix() (ast.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.postfixOf(x)
+}
+
+// postfixOf parses the postfix operators that follow x.
+func (p *parser) postfixOf(x ast.Expr) (ast.Expr, error) {
 	for {
 		t := p.tok
 		switch {

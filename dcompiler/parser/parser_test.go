@@ -55,6 +55,8 @@ func render(e ast.Expr) string {
 		return "((" + e.Type.Name + strings.Repeat("*", e.Type.Ptr) + ")" + render(e.X) + ")"
 	case *ast.SizeofType:
 		return "sizeof(" + e.Type.Name + ")"
+	case *ast.Xlate:
+		return "xlate<" + e.Type.Name + strings.Repeat("*", e.Type.Ptr) + ">(" + render(e.X) + ")"
 	}
 	return "?"
 }
@@ -81,6 +83,8 @@ func TestPrecedence(t *testing.T) {
 		{"$1 + $$2 == $target", "(($1 + $$2) == $target)"},
 		{"a, b", "(a , b)"},
 		{"(unsigned long long *)p", "((unsigned long long*)p)"},
+		{"xlate <psinfo_t *> (curthread)->pr_pid + 1", "(xlate<psinfo_t*>(curthread)->pr_pid + 1)"},
+		{"-xlate <struct s> (a, b).m", "(-xlate<struct s>((a , b)).m)"},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpr(source.NewFile("t", tt.in))
@@ -134,6 +138,44 @@ tick-1s`
 	}
 	if p.Clauses[3].Body != nil {
 		t.Errorf("bare description has a body")
+	}
+}
+
+func TestTranslator(t *testing.T) {
+	src := `struct s { int a; };
+typedef struct s s_t;
+translator s_t < struct task_struct *T > { a = T->pid + 1; b = xlate <s_t *> (T)->a; };
+BEGIN { trace((s_t *)0); }`
+	p, err := Parse(source.NewFile("t.d", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Decls) != 3 || p.Decls[2].Xlator == nil {
+		t.Fatalf("decls: %+v", p.Decls)
+	}
+	x := p.Decls[2].Xlator
+	if x.Out.Name != "s_t" || x.Out.Ptr != 0 || x.In.Name != "struct task_struct" || x.In.Ptr != 1 || x.Param != "T" {
+		t.Errorf("translator %+v < %+v %s >", x.Out, x.In, x.Param)
+	}
+	var got []string
+	for _, m := range x.Members {
+		got = append(got, m.Name+" = "+render(m.X))
+	}
+	if want := "a = (T->pid + 1); b = xlate<s_t*>(T)->a"; strings.Join(got, "; ") != want {
+		t.Errorf("members: %s, want %s", strings.Join(got, "; "), want)
+	}
+
+	for _, tt := range []struct{ in, want string }{
+		{"translator s < struct t *T { a = 1; };", `line 1: syntax error near "{"`},
+		{"translator s < struct t *T > { a = 1 };", `line 1: syntax error near "}"`},
+		{"translator s < struct t *T > { a; };", `line 1: syntax error near ";"`},
+		{"BEGIN { xlate(x); }", `line 1: syntax error near "("`},
+		{"BEGIN { xlate <int *> x; }", `line 1: syntax error near "x"`},
+	} {
+		_, err := Parse(source.NewFile("t.d", tt.in))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%q: got %v, want %q", tt.in, err, tt.want)
+		}
 	}
 }
 

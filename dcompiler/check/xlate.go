@@ -1,0 +1,394 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
+	"github.com/dstar-trace/dstar/dcompiler/parser"
+	"github.com/dstar-trace/dstar/dcompiler/source"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
+)
+
+// Translators are expanded before clauses are typed, as macros over the
+// syntax tree: x->m, where x is xlate <T *> (e) (directly, through an inline
+// such as curpsinfo, or as a probe argument of a translated type such as
+// proc:::create's args[0]), becomes the translator's expression for m with
+// its parameter replaced by e, cast to m's type. Code generation therefore
+// never sees a translator, and a translated member costs exactly the kernel
+// reads its expression makes.
+
+// translator is a translator definition, with its members by name.
+type translator struct {
+	decl    *ast.Translator
+	members map[string]*ast.XlateMember
+}
+
+// ArgsFn is the D library's __dstar_args(addr, len): the current
+// process's arguments as one string, for psinfo_t's pr_psargs.
+const ArgsFn = "__dstar_args"
+
+// PRArgSz is the size of psinfo_t's pr_psargs, with its NUL.
+const PRArgSz = 80
+
+// maxXlateDepth bounds translators that use translators.
+const maxXlateDepth = 8
+
+// translatorDecl records a translator definition. Its input type and
+// member expressions are typed only where it is used, so that a program
+// which uses no translator never loads the kernel's BTF for the library's.
+func (in *Info) translatorDecl(d *ast.Decl) error {
+	x := d.Xlator
+	out, err := in.typeName(x.Out)
+	if err != nil {
+		return err
+	}
+	if out.Kind != types.Struct {
+		return in.errorf(x.Out.Pos, "D_XLATE_SOU", "translator output type must be a struct or union: %s", out.Name)
+	}
+	tr := &translator{decl: x, members: map[string]*ast.XlateMember{}}
+	for _, m := range x.Members {
+		if _, _, err := ktypes.Member(out, m.Name); err != nil {
+			return in.errorf(m.Pos, "D_XLATE_MEMB", "translator member %s is not a member of %s", m.Name, out.Name)
+		}
+		if tr.members[m.Name] != nil {
+			return in.errorf(m.Pos, "D_XLATE_REDECL", "translator member %s is already defined", m.Name)
+		}
+		tr.members[m.Name] = m
+	}
+	if in.xlators == nil {
+		in.xlators = map[string][]*translator{}
+	}
+	in.xlators[out.Name] = append(in.xlators[out.Name], tr)
+	return nil
+}
+
+// xlateType types xlate <T> (x): T, which must be a struct or a pointer to
+// one that some translator builds.
+func (in *Info) xlateType(e *ast.Xlate, env *Env) (*types.Type, error) {
+	t, err := in.typeName(e.Type)
+	if err != nil {
+		return nil, err
+	}
+	st := t
+	if t.Kind == types.Pointer && t.Elem != nil {
+		st = t.Elem
+	}
+	if st.Kind != types.Struct || len(in.xlators[st.Name]) == 0 {
+		return nil, in.errorf(e.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(e.Type))
+	}
+	if !env.Decl {
+		return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(e.Type))
+	}
+	return t, nil
+}
+
+// spell writes a type as the program wrote it ("psinfo_t *"), for
+// messages.
+func spell(tn *ast.TypeName) string {
+	if tn.Ptr == 0 {
+		return tn.Name
+	}
+	return tn.Name + " " + strings.Repeat("*", tn.Ptr)
+}
+
+// xlateOf returns the xlate expression x stands for: x itself, an inline
+// defined as one, or nil.
+func (in *Info) xlateOf(x ast.Expr) *ast.Xlate {
+	switch x := Unparen(x).(type) {
+	case *ast.Xlate:
+		return x
+	case *ast.Ident:
+		if il := in.inlines[x.Name]; il != nil {
+			if xl, ok := Unparen(il.Init).(*ast.Xlate); ok {
+				return xl
+			}
+		}
+	}
+	return nil
+}
+
+// argExpr is the expression a translated probe argument stands for.
+func (in *Info) argExpr(pr *providers.Probe, n int) (ast.Expr, error) {
+	key := fmt.Sprintf("%d/%d", pr.ID, n)
+	if x, ok := in.argExprs[key]; ok {
+		return x, nil
+	}
+	a := PositionalArg(pr, n)
+	if a == nil || a.Expr == "" {
+		return nil, nil
+	}
+	x, err := parser.ParseExpr(source.NewFile(pr.String()+" args["+fmt.Sprint(n)+"]", a.Expr))
+	if err != nil {
+		return nil, fmt.Errorf("%s: args[%d]: %v", pr, n, err)
+	}
+	if in.argExprs == nil {
+		in.argExprs = map[string]ast.Expr{}
+	}
+	in.argExprs[key] = x
+	return x, nil
+}
+
+// argsIndexOf returns N when e is args[N] with a constant N.
+func (in *Info) argsIndexOf(e ast.Expr) (int, bool) {
+	ix, ok := e.(*ast.Index)
+	if !ok || len(ix.Keys) != 1 {
+		return 0, false
+	}
+	if id, ok := ix.X.(*ast.Ident); !ok || id.Name != "args" {
+		return 0, false
+	}
+	n, ok := in.ConstInt(ix.Keys[0])
+	if !ok || n < 0 || n >= providers.NumArgs {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// usesXlate reports whether e needs translating: it holds an xlate, an
+// inline defined as one, or a translated argument of one of probes.
+func (in *Info) usesXlate(e ast.Expr, probes []*providers.Probe) bool {
+	found := false
+	ast.Inspect(e, func(x ast.Expr) {
+		if found {
+			return
+		}
+		if in.xlateOf(x) != nil {
+			found = true
+			return
+		}
+		if n, ok := in.argsIndexOf(x); ok {
+			for _, pr := range probes {
+				if a := PositionalArg(pr, n); a != nil && a.Expr != "" {
+					found = true
+				}
+			}
+		}
+	})
+	return found
+}
+
+// translateClause expands the translators a clause uses, in place.
+func (in *Info) translateClause(cl *Clause) error {
+	var exprs []ast.Expr
+	if cl.Pred != nil {
+		exprs = append(exprs, cl.Pred)
+	}
+	ast.InspectStmts(cl.Body, func(e ast.Expr) { exprs = append(exprs, e) })
+	need := false
+	for _, e := range exprs {
+		if in.usesXlate(e, cl.Probes) {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return nil
+	}
+	var firstErr error
+	f := in.translator(cl.Probes, &firstErr, 0)
+	if cl.Pred != nil {
+		cl.Pred = ast.Rewrite(cl.Pred, f)
+	}
+	ast.RewriteStmts(cl.Body, f)
+	return firstErr
+}
+
+// translateExpr expands the translators in an expression outside clauses
+// (an inline's value), where there are no probe arguments.
+func (in *Info) translateExpr(e ast.Expr) (ast.Expr, error) {
+	if !in.usesXlate(e, nil) {
+		return e, nil
+	}
+	var firstErr error
+	out := ast.Rewrite(e, in.translator(nil, &firstErr, 0))
+	return out, firstErr
+}
+
+// translator returns the rewriting function that expands translated
+// arguments and members for a clause matching probes. The first error
+// is left in *errp.
+func (in *Info) translator(probes []*providers.Probe, errp *error, depth int) func(ast.Expr) ast.Expr {
+	var f func(ast.Expr) ast.Expr
+	fail := func(err error) ast.Expr {
+		if *errp == nil {
+			*errp = err
+		}
+		return &ast.IntLit{Text: "0"}
+	}
+	f = func(e ast.Expr) ast.Expr {
+		if *errp != nil {
+			return e
+		}
+		if n, ok := in.argsIndexOf(e); ok && len(probes) > 0 {
+			x, err := in.translatedArg(probes, n, e.Start())
+			if err != nil {
+				return fail(err)
+			}
+			if x != nil {
+				return x
+			}
+			return e
+		}
+		m, ok := e.(*ast.Member)
+		if !ok {
+			return e
+		}
+		xl := in.xlateOf(m.X)
+		if xl == nil {
+			return e
+		}
+		if depth >= maxXlateDepth {
+			return fail(in.errorf(m.Pos, "D_XLATE_NEST", "translators nest more than %d deep", maxXlateDepth))
+		}
+		x, err := in.expandMember(m, xl)
+		if err != nil {
+			return fail(err)
+		}
+		// The expansion may itself use translators.
+		return ast.Rewrite(x, in.translator(nil, errp, depth+1))
+	}
+	return f
+}
+
+// translatedArg returns what args[n] stands for on probes (all the same,
+// or an error), positioned at pos; nil when it is not translated.
+func (in *Info) translatedArg(probes []*providers.Probe, n int, pos source.Pos) (ast.Expr, error) {
+	var first ast.Expr
+	var firstText string
+	for i, pr := range probes {
+		x, err := in.argExpr(pr, n)
+		if err != nil {
+			return nil, in.errorf(pos, "D_ARGS_XLATE", "%v", err)
+		}
+		text := ""
+		if a := PositionalArg(pr, n); a != nil {
+			text = a.Expr + "\x00" + a.Type
+		}
+		if i == 0 {
+			first, firstText = x, text
+		} else if text != firstText {
+			return nil, in.errorf(pos, "D_ARGS_TYPE", "args[%d] differs between probes %s and %s of this clause; they need clauses of their own", n, probes[0], pr)
+		}
+	}
+	if first == nil {
+		return nil, nil
+	}
+	return place(first, pos), nil
+}
+
+// expandMember expands x->name (or x.name) where x is xl.
+func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
+	t, err := in.typeName(xl.Type)
+	if err != nil {
+		return nil, err
+	}
+	st := t
+	if m.Arrow {
+		if t.Kind != types.Pointer || t.Elem == nil || t.Elem.Kind != types.Struct {
+			return nil, in.errorf(m.Pos, "D_OP_PTR", "operator -> must be applied to a pointer to a struct or union")
+		}
+		st = t.Elem
+	} else if t.Kind != types.Struct {
+		return nil, in.errorf(m.Pos, "D_OP_SOU", "operator . must be applied to a struct or union")
+	}
+	trs := in.xlators[st.Name]
+	if len(trs) == 0 {
+		return nil, in.errorf(m.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(xl.Type))
+	}
+	tr := trs[0]
+	if len(trs) > 1 {
+		// Several translators build this type: the operand's type picks one.
+		xt, err := in.TypeOf(xl.X, &Env{})
+		if err != nil {
+			return nil, err
+		}
+		tr = nil
+		for _, c := range trs {
+			if it, err := in.typeName(c.decl.In); err == nil && sameType(it, xt) {
+				tr = c
+				break
+			}
+		}
+		if tr == nil {
+			return nil, in.errorf(m.Pos, "D_XLATE_NONE", "cannot translate from \"%s\" to \"%s\"", xt, spell(xl.Type))
+		}
+	}
+	tm := tr.members[m.Name]
+	if tm == nil {
+		return nil, in.errorf(m.Pos, "D_XLATE_NOCONV", "translator does not define conversion for member: %s", m.Name)
+	}
+	// No parentheses around the operand or the result: the tree already
+	// says what applies to what, and a bare member stays one, which
+	// indexing a member array (curpsinfo->pr_fname[0]) needs.
+	operand := place(xl.X, m.Pos)
+	body := ast.Rewrite(tm.X, func(e ast.Expr) ast.Expr {
+		if id, ok := e.(*ast.Ident); ok && id.Name == tr.decl.Param {
+			return operand
+		}
+		return at(e, m.Pos)
+	})
+	_, mt, _ := ktypes.Member(st, m.Name)
+	if mt != nil && mt.Kind == types.Int {
+		body = &ast.Cast{Pos: m.Pos, Type: &ast.TypeName{Pos: m.Pos, Name: mt.Name}, X: body}
+	}
+	return body, nil
+}
+
+// sameType compares types as translators match their input: by name,
+// ignoring qualifiers and spacing.
+func sameType(a, b *types.Type) bool {
+	norm := func(s string) string {
+		s = strings.ReplaceAll(s, "const ", "")
+		return strings.ReplaceAll(s, " ", "")
+	}
+	return norm(a.Name) == norm(b.Name)
+}
+
+// place returns a copy of e with every node at pos.
+func place(e ast.Expr, pos source.Pos) ast.Expr {
+	return ast.Rewrite(e, func(x ast.Expr) ast.Expr { return at(x, pos) })
+}
+
+// at places a node (not its children) at pos: an expansion's errors and
+// faults are reported where the program wrote the member it reads.
+func at(e ast.Expr, pos source.Pos) ast.Expr {
+	switch e := e.(type) {
+	case *ast.IntLit:
+		e.Pos = pos
+	case *ast.StrLit:
+		e.Pos = pos
+	case *ast.Ident:
+		e.Pos = pos
+	case *ast.MacroVar:
+		e.Pos = pos
+	case *ast.Unary:
+		e.Pos = pos
+	case *ast.Postfix:
+		e.Pos = pos
+	case *ast.Binary:
+		e.Pos = pos
+	case *ast.Assign:
+		e.Pos = pos
+	case *ast.Cond:
+		e.Pos = pos
+	case *ast.Call:
+		e.Pos = pos
+	case *ast.Index:
+		e.Pos = pos
+	case *ast.Member:
+		e.Pos = pos
+	case *ast.Cast:
+		e.Pos = pos
+		e.Type = &ast.TypeName{Pos: pos, Name: e.Type.Name, Ptr: e.Type.Ptr}
+	case *ast.SizeofType:
+		e.Pos = pos
+	case *ast.Paren:
+		e.Pos = pos
+	case *ast.Xlate:
+		e.Pos = pos
+	}
+	return e
+}
