@@ -11,7 +11,7 @@ type Attr struct {
 // Stability returns the attributes dtrace -lv prints for a provider's
 // probes and for their arguments. They follow DTrace's own providers:
 // BEGIN, END and ERROR are stable; profile and syscall names are
-// evolving; what the kernel's tracepoints and functions are and take is
+// evolving, and so are proc, sched and io with their arguments; what the kernel's tracepoints and functions are and take is
 // the kernel's private business (ISA: it depends on the architecture).
 func Stability(provider string) (probe, args Attr) {
 	switch provider {
@@ -23,6 +23,11 @@ func Stability(provider string) (probe, args Attr) {
 		return s, s
 	case "syscall":
 		return Attr{"Evolving", "Evolving", "Common"}, Attr{"Private", "Private", "ISA"}
+	case "proc", "sched", "io":
+		// DTrace's stable providers: their names and translated
+		// arguments are meant to outlast kernel versions.
+		s := Attr{"Evolving", "Evolving", "ISA"}
+		return s, s
 	}
 	return Attr{"Private", "Private", "Unknown"}, Attr{"Private", "Private", "ISA"}
 }

@@ -39,7 +39,8 @@ func TestListStable(t *testing.T) {
 	r = dstar(t, 20*time.Second, "-lv", "-n", "io:::start", "-n", "proc:::exec-success")
 	for _, want := range []string{
 		"\tArgument Types\n\t\targs[0]: bufinfo_t *\n\t\targs[1]: devinfo_t *\n\t\targs[2]: fileinfo_t *\n",
-		"exec-success\n\n\tArgument Types\n\t\tNone\n",
+		"exec-success\n\n\tProbe Description Attributes\n\t\tIdentifier Names: Evolving\n\t\tData Semantics:   Evolving\n\t\tDependency Class: ISA\n",
+		"\tArgument Types\n\t\tNone\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("-lv: no %q in\n%s", want, r.stdout)
