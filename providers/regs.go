@@ -21,4 +21,15 @@ type regsLayout struct {
 	// (x86 orig_ax, arm64 syscallno) and sysNrSize its size (8 or 4, signed).
 	sysNr     int16
 	sysNrSize int
+
+	// callArgs are the offsets of the first six integer arguments of a
+	// user-space function call (the C ABI), callRet that of its return
+	// value: uprobes see the user registers as pt_regs.
+	callArgs [6]int16
+	callRet  int16
+	// sp and fp are the offsets of the stack and frame pointers.
+	sp, fp int16
+	// names are the D names of the registers uregs[] indexes (R_PC, ...),
+	// each with its offset in pt_regs divided by 8, which is its index.
+	names map[string]int
 }

@@ -1,0 +1,300 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
+)
+
+// Pid is the pid provider: pidNNN:MODULE:FUNCTION:entry, :return and
+// :OFFSET (hex) on the functions of process NNN's executable and shared
+// libraries, as uprobes and uretprobes that fire for that process only.
+//
+// Its probes exist only once a description names a process: the provider
+// field is "pid" followed by the process id (pid$target after macro
+// expansion). Discovery reads /proc/NNN/maps and the ELF symbol tables of
+// the mapped files; the uprobes are made at attach time.
+type Pid struct {
+	mu     sync.Mutex
+	made   map[string]*Probe // by provider:module:function:name
+	nextID int
+}
+
+// pidFirstID is where pid probes' IDs start: above the listed probes (a
+// few thousand tracepoints) and below profile's probes made on demand
+// (1<<20), short enough to keep dtrace -l's columns.
+const pidFirstID = 100000
+
+// pidProbe is what a pid probe keeps for its prologue and Attach.
+type pidProbe struct {
+	pid    int
+	path   string // the file, as the kernel can open it
+	offset uint64 // file offset of the probed instruction
+	ret    bool
+}
+
+// NewPid returns the pid provider.
+func NewPid() *Pid { return &Pid{made: map[string]*Probe{}, nextID: pidFirstID} }
+
+// Name returns "pid".
+func (*Pid) Name() string { return "pid" }
+
+// Instance reports whether provider is one of pid's: "pid" and digits.
+func (*Pid) Instance(provider string) bool {
+	_, ok := pidOf(provider)
+	return ok
+}
+
+// pidOf parses a provider field "pidNNN".
+func pidOf(provider string) (int, bool) {
+	digits, ok := strings.CutPrefix(provider, "pid")
+	if !ok || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n > 0
+}
+
+// Probes returns the probes d matches. A description naming one process
+// (pidNNN) makes that process's matching probes; any other description
+// (a glob in the provider field, or none) matches only probes made before,
+// so listing every probe reads no process and no ELF file.
+func (p *Pid) Probes(d Desc) ([]*Probe, error) {
+	pid, ok := pidOf(d.Provider)
+	if !ok {
+		return p.madeMatching(d), nil
+	}
+	ms, err := procmaps.Read(pid)
+	if err != nil {
+		if errors.Is(err, procmaps.ErrNoProcess) {
+			return nil, fmt.Errorf("failed to grab pid %d: No such process", pid)
+		}
+		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
+	}
+	exe, err := procmaps.Executable(pid)
+	if err != nil {
+		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
+	}
+	var out []*Probe
+	for _, mod := range procmaps.Modules(ms) {
+		isExe := mod.Path == exe
+		if !fieldMatch(d.Module, mod.Name()) && !(isExe && fieldMatch(d.Module, "a.out")) {
+			continue
+		}
+		// A module named exactly must be readable and have symbols; one
+		// matched by a glob (or by an empty field) is skipped quietly.
+		named := d.Module != "" && !isGlob(d.Module)
+		path := pidFilePath(pid, mod)
+		f, err := elfsym.Open(path)
+		if err != nil {
+			if named {
+				return nil, fmt.Errorf("pid provider: %v", err)
+			}
+			continue
+		}
+		if f.Sym == elfsym.None && named {
+			return nil, fmt.Errorf("pid provider: %s has no symbol table (stripped): no function can be found by name", mod.Path)
+		}
+		ps, err := p.moduleProbes(d, pid, mod, path, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(ps) == 0 && named && f.Stripped() && d.Function != "" && !isGlob(d.Function) {
+			return nil, fmt.Errorf("pid provider: %s is stripped (no .symtab) and exports no function %s", mod.Path, d.Function)
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// pidFilePath is where the kernel and dstar can open a module's file: its
+// path, unless that names another file here (the process lives in another
+// mount namespace), in which case the path under /proc/PID/root.
+func pidFilePath(pid int, mod *procmaps.Module) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(mod.Path, &st); err == nil && st.Ino == mod.Inode {
+		return mod.Path
+	}
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), mod.Path)
+}
+
+// moduleProbes makes the probes d matches in one module.
+func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f *elfsym.File) ([]*Probe, error) {
+	// The probe names wanted: entry and return, or one offset.
+	var names []string
+	var off uint64
+	isOff := false
+	if d.Name != "" && !isGlob(d.Name) && d.Name != "entry" && d.Name != "return" {
+		n, err := strconv.ParseUint(d.Name, 16, 64)
+		if err != nil {
+			return nil, nil // no such probe name: the description matches nothing
+		}
+		off, isOff = n, true
+		names = []string{strconv.FormatUint(n, 16)}
+	} else {
+		for _, n := range []string{"entry", "return"} {
+			if fieldMatch(d.Name, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	provider := "pid" + strconv.Itoa(pid)
+	seen := map[string]bool{}
+	var out []*Probe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range f.Symbols() {
+		if seen[s.Name] || !fieldMatch(d.Function, s.Name) {
+			continue
+		}
+		seen[s.Name] = true
+		if isOff && s.Size != 0 && off >= s.Size {
+			if !isGlob(d.Function) {
+				return nil, fmt.Errorf("pid provider: offset %#x is beyond the end of %s (%d bytes) in %s", off, s.Name, s.Size, mod.Path)
+			}
+			continue
+		}
+		fileOff, err := f.FileOffset(s.Value + off)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			pr := &Probe{
+				Provider: provider, Module: mod.Name(), Function: s.Name, Name: n,
+				ProgType: ebpf.Kprobe,
+				Private:  pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return"},
+			}
+			key := pr.String()
+			if old := p.made[key]; old != nil && old.Private == pr.Private {
+				out = append(out, old)
+				continue
+			}
+			pr.ID = p.nextID
+			p.nextID++
+			pr.Args = pidArgs(n == "return")
+			p.made[key] = pr
+			out = append(out, pr)
+		}
+	}
+	return out, nil
+}
+
+// pidArgs types a pid probe's arguments: six integer registers at entry
+// (and at an offset), and at return the return site (arg0) and value
+// (arg1), untyped as DTrace leaves them.
+func pidArgs(ret bool) []Arg {
+	a := Arg{Type: "uint64_t", Kind: ArgInt, Size: 8}
+	if ret {
+		return []Arg{a, a}
+	}
+	return []Arg{a, a, a, a, a, a}
+}
+
+// madeMatching returns the probes made before that d matches, by ID.
+func (p *Pid) madeMatching(d Desc) []*Probe {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Probe
+	for _, pr := range p.made {
+		if d.Matches(pr) {
+			out = append(out, pr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Prologue drops events of other processes (a library's uprobe is shared
+// by every process that maps it; the kernel filters by process too, but a
+// check here costs one helper call and makes it certain), then fills the
+// state from the user registers the uprobe's context holds: arg0..arg5 =
+// the first six integer arguments at entry or at an offset; at return,
+// arg0 = 0 (a uretprobe cannot tell which return instruction ran, so
+// DTrace's offset of it is unknown) and arg1 = the return value.
+func (*Pid) Prologue(pr *Probe, p *Prologue) error {
+	if err := checkPrologue(p); err != nil {
+		return err
+	}
+	pp, ok := pr.Private.(pidProbe)
+	if !ok {
+		return fmt.Errorf("%s: not a pid probe", pr)
+	}
+	if !regs.supported {
+		return fmt.Errorf("pid: pt_regs layout unknown on this architecture")
+	}
+	p.Insns = append(p.Insns,
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.JNE.Imm(asm.R0, int32(pp.pid), p.Skip),
+	)
+	setup(p)
+	if pp.ret {
+		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, regs.callRet, asm.DWord))
+		if p.Unused&1 == 0 {
+			p.Insns = append(p.Insns, storeZero64(p.State, p.ArgOffset(0)))
+		}
+		storeArg(p, 1, asm.R0)
+		zeroArgs(p, 2)
+	} else {
+		for i, o := range regs.callArgs {
+			if p.Unused&(1<<i) == 0 {
+				p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, o, asm.DWord))
+				storeArg(p, i, asm.R0)
+			}
+		}
+		zeroArgs(p, len(regs.callArgs))
+	}
+	zeroErrno(p)
+	return nil
+}
+
+// uprobePMU is the perf event source for uprobes; with it a uprobe is a
+// perf event that closes with its file descriptor, and nothing is written
+// to tracefs's uprobe_events (which would outlive a killed dstar).
+const uprobePMU = "/sys/bus/event_source/devices/uprobe"
+
+// Attach places a uprobe (entry, offset) or uretprobe (return) on the
+// probe's file for its process only.
+func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	pp, ok := pr.Private.(pidProbe)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a pid probe", pr)
+	}
+	if prog.Type() != ebpf.Kprobe {
+		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.Kprobe)
+	}
+	if _, err := os.Stat(uprobePMU); err != nil {
+		return nil, fmt.Errorf("%s: the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", pr, uprobePMU)
+	}
+	ex, err := link.OpenExecutable(pp.path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pr, err)
+	}
+	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
+	var l link.Link
+	if pp.ret {
+		l, err = ex.Uretprobe("", prog, opts)
+	} else {
+		l, err = ex.Uprobe("", prog, opts)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("%s: failed to grab pid %d: No such process", pr, pp.pid)
+		}
+		return nil, fmt.Errorf("%s: placing a uprobe on %s at offset %#x: %w", pr, pp.path, pp.offset, err)
+	}
+	return l, nil
+}
