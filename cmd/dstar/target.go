@@ -11,9 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// child is a process started with -c: it is held stopped at its first
-// instruction (ptrace stops it at exec) until every probe is attached, so
-// that no early event is missed.
+// child is a process started with -c: it is held stopped (by ptrace) at its
+// executable's entry point, after the dynamic linker has mapped its
+// libraries and before its own code runs, until every probe is attached,
+// so that no event of the program's is missed.
 type child struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -48,6 +49,17 @@ func startHeld(cmdline string) (*child, error) {
 		if stops == 0 {
 			unix.PtraceCont(pid, 0)
 		}
+	}
+	// Hold it at its entry point rather than at exec, so that its shared
+	// libraries are mapped when probes on them are looked up. Where that
+	// cannot be done it stays held at exec: only its executable's probes
+	// can then be found.
+	if err := runToEntry(pid); err != nil && runtime.GOARCH == "amd64" {
+		cmd.Process.Kill()
+		unix.PtraceDetach(pid)
+		runtime.UnlockOSThread()
+		cmd.Wait()
+		return nil, fmt.Errorf("failed to execute %s: %v", cmdline, err)
 	}
 	return &child{cmd: cmd, exited: make(chan struct{})}, nil
 }

@@ -358,11 +358,32 @@ func (t *tracer) specifierOf(f *dsource.File) string {
 
 // list prints the probes the descriptions match, or all, as dtrace -l.
 func (t *tracer) list() int {
+	// -c and -p give $target, as when tracing: pid probes are listed
+	// only for a process. A -c command is never let run.
+	target := 0
+	if len(t.cfg.pids) > 0 {
+		target = t.cfg.pids[0]
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", target)); err != nil {
+			t.errorf("failed to grab pid %d: No such process", target)
+			return exitError
+		}
+	}
+	if len(t.cfg.cmds) > 0 {
+		k, err := startHeld(t.cfg.cmds[0])
+		if err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
+		defer k.kill()
+		if target == 0 {
+			target = k.cmd.Process.Pid
+		}
+	}
 	var descs []providers.Desc
 	for i, s := range t.cfg.sources {
 		if s.kind == 's' {
 			// A script lists what its clauses match.
-			prog, err := t.compile(0)
+			prog, err := t.compile(target)
 			if err != nil {
 				t.compileError(err)
 				return exitError
@@ -374,6 +395,9 @@ func (t *tracer) list() int {
 		text := descText(s)
 		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
 			text = text[:j]
+		}
+		if target != 0 {
+			text = strings.ReplaceAll(text, "$target", strconv.Itoa(target))
 		}
 		d, err := providers.ParseDesc(text)
 		if err != nil {
