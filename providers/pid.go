@@ -277,11 +277,11 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.Kprobe)
 	}
 	if _, err := os.Stat(uprobePMU); err != nil {
-		return nil, fmt.Errorf("%s: the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", pr, uprobePMU)
+		return nil, fmt.Errorf("the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", uprobePMU)
 	}
 	ex, err := link.OpenExecutable(pp.path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", pr, err)
+		return nil, err
 	}
 	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
 	var l link.Link
@@ -291,10 +291,13 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 		l, err = ex.Uprobe("", prog, opts)
 	}
 	if err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil, fmt.Errorf("%s: failed to grab pid %d: No such process", pr, pp.pid)
+		switch {
+		case errors.Is(err, syscall.ESRCH):
+			return nil, fmt.Errorf("failed to grab pid %d: No such process", pp.pid)
+		case errors.Is(err, syscall.Errno(524)): // ENOTSUPP, the kernel's own
+			return nil, fmt.Errorf("the kernel cannot place a uprobe at offset %#x of %s (is offset %s of %s the start of an instruction the kernel can probe?)", pp.offset, pp.path, pr.Name, pr.Function)
 		}
-		return nil, fmt.Errorf("%s: placing a uprobe on %s at offset %#x: %w", pr, pp.path, pp.offset, err)
+		return nil, fmt.Errorf("placing a uprobe on %s at offset %#x: %w", pp.path, pp.offset, err)
 	}
 	return l, nil
 }

@@ -91,7 +91,7 @@ func BuildGo(t testing.TB, dir, name, src string, flags ...string) string {
 	if err := os.MkdirAll(pkg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(pkg, "go.mod"), []byte("module "+name+"\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(filepath.Join(pkg, "go.mod"), []byte("module example.com/"+name+"\n\ngo 1.21\n"), 0o644)
 	if err := os.WriteFile(filepath.Join(pkg, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
