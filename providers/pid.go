@@ -174,8 +174,8 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 		for _, n := range names {
 			pr := &Probe{
 				Provider: provider, Module: mod.Name(), Function: s.Name, Name: n,
-				ProgType: ebpf.Kprobe,
-				Private:  pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return"},
+				ProgType: ebpf.Kprobe, UserRegs: true,
+				Private: pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return"},
 			}
 			key := pr.String()
 			if old := p.made[key]; old != nil && old.Private == pr.Private {

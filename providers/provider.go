@@ -67,6 +67,9 @@ type Probe struct {
 	// Ctx says how that program's context is laid out for args-> access.
 	ProgType   ebpf.ProgramType
 	AttachType ebpf.AttachType
+	// UserRegs says the program's context is the traced thread's user
+	// registers, a struct pt_regs (uprobes): uregs[i] reads word i of it.
+	UserRegs bool
 
 	// Private is the provider's own data (tracepoint group and event,
 	// syscall number, timer period, ...). Only the provider reads it.

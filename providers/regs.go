@@ -33,3 +33,18 @@ type regsLayout struct {
 	// each with its offset in pt_regs divided by 8, which is its index.
 	names map[string]int
 }
+
+// UserRegNames returns the D names of the registers uregs[] indexes
+// (R_PC, R_SP, R_FP, R_R0, ... and the architecture's own names) with
+// their indexes: word i of struct pt_regs is uregs[i].
+func UserRegNames() map[string]int { return regs.names }
+
+// NumUserRegs is how many words uregs[] has (the size of pt_regs in
+// u64s): 0 where the layout is unknown.
+func NumUserRegs() int {
+	n := 0
+	for _, i := range regs.names {
+		n = max(n, i+1)
+	}
+	return n
+}

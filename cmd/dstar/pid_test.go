@@ -201,6 +201,20 @@ func TestPidOffset(t *testing.T) {
 	// At offset 5, the ret, mov has copied the argument into rax.
 	r := dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { @[probename, arg0] = count(); }`, "-c", prog)
 	wantLines(t, r, "sum 284", "5 40 1", "5 2 1")
+	// uregs[]: rax, rdi by a computed index, and the PC, whose low twelve
+	// bits are those of the probed instruction's link-time address.
+	f, err := elfsym.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := f.Lookup("pidt_asm")
+	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { this->i = R_RDI; printf("%d %d %d %x\n", uregs[R_RAX], uregs[this->i], uregs[R_R0], uregs[R_PC] & 0xfff); }`, "-c", prog)
+	pc := fmt.Sprintf("%x", (fn.Value+5)&0xfff)
+	wantLines(t, r, "sum 284", "40 40 40 "+pc, "2 2 2 "+pc)
+	r = dstar(t, 20*time.Second, "-n", `syscall::getpid:entry { trace(uregs[R_PC]); }`)
+	if r.code != 1 || !strings.Contains(r.stderr, "uregs[ ] is not available on syscall:vmlinux:getpid:entry") {
+		t.Errorf("uregs on a syscall probe: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:7 { }`, "-c", prog)
 	if r.code != 1 || !strings.Contains(r.stderr, "offset 0x7 is beyond the end of pidt_asm (7 bytes)") {
 		t.Errorf("offset past the end: exit %d, stderr %q", r.code, r.stderr)
