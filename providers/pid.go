@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
@@ -26,7 +27,16 @@ import (
 // Its probes exist only once a description names a process: the provider
 // field is "pid" followed by the process id (pid$target after macro
 // expansion). Discovery reads /proc/NNN/maps and the ELF symbol tables of
-// the mapped files; the uprobes are made at attach time.
+// the mapped files; the uprobes are made at attach time, as uprobe_multi
+// BPF links where the kernel has them (6.6+) and as perf events of the
+// uprobe PMU elsewhere. Neither writes to tracefs's uprobe_events, so
+// nothing outlives dstar, however it ends.
+//
+// Module names are the files' basenames (libc.so.6); the executable also
+// answers to a.out. Functions are the ELF's (local ones too), or for a Go
+// binary without .symtab those of its .gopclntab. An OFFSET probe must
+// name the start of an instruction: dstar does not decode instructions,
+// and the kernel refuses only some bad offsets.
 type Pid struct {
 	mu     sync.Mutex
 	made   map[string]*Probe // by provider:module:function:name
@@ -72,7 +82,13 @@ func pidOf(provider string) (int, bool) {
 // (pidNNN) makes that process's matching probes; any other description
 // (a glob in the provider field, or none) matches only probes made before,
 // so listing every probe reads no process and no ELF file.
-func (p *Pid) Probes(d Desc) ([]*Probe, error) {
+func (p *Pid) Probes(d Desc) ([]*Probe, error) { return p.probes(d, false) }
+
+// List is Probes for listing: it does not ask the kernel whether it has
+// uprobe_multi links, as a probe about to be attached must.
+func (p *Pid) List(d Desc) ([]*Probe, error) { return p.probes(d, true) }
+
+func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	pid, ok := pidOf(d.Provider)
 	if !ok {
 		return p.madeMatching(d), nil
@@ -108,7 +124,7 @@ func (p *Pid) Probes(d Desc) ([]*Probe, error) {
 		if f.Sym == elfsym.None && named {
 			return nil, fmt.Errorf("pid provider: %s has no symbol table (stripped): no function can be found by name", mod.Path)
 		}
-		ps, err := p.moduleProbes(d, pid, mod, path, f)
+		ps, err := p.moduleProbes(d, pid, mod, path, f, list)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +148,7 @@ func pidFilePath(pid int, mod *procmaps.Module) string {
 }
 
 // moduleProbes makes the probes d matches in one module.
-func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f *elfsym.File) ([]*Probe, error) {
+func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f *elfsym.File, list bool) ([]*Probe, error) {
 	// The probe names wanted: entry and return, or one offset.
 	var names []string
 	var off uint64
@@ -152,6 +168,10 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 		}
 	}
 	provider := "pid" + strconv.Itoa(pid)
+	var attachType ebpf.AttachType
+	if !list && haveUprobeMulti() {
+		attachType = ebpf.AttachTraceUprobeMulti
+	}
 	seen := map[string]bool{}
 	var out []*Probe
 	p.mu.Lock()
@@ -174,16 +194,22 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 		for _, n := range names {
 			pr := &Probe{
 				Provider: provider, Module: mod.Name(), Function: s.Name, Name: n,
-				ProgType: ebpf.Kprobe, UserRegs: true,
+				ProgType: ebpf.Kprobe, AttachType: attachType, UserRegs: true,
 				Private: pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return"},
 			}
 			key := pr.String()
 			if old := p.made[key]; old != nil && old.Private == pr.Private {
-				out = append(out, old)
-				continue
+				if list || old.AttachType == attachType {
+					out = append(out, old)
+					continue
+				}
+				// Listed before, now to be attached: the same probe (ID)
+				// with the attach type its program must be loaded with.
+				pr.ID = old.ID
+			} else {
+				pr.ID = p.nextID
+				p.nextID++
 			}
-			pr.ID = p.nextID
-			p.nextID++
 			pr.Args = pidArgs(n == "return")
 			p.made[key] = pr
 			out = append(out, pr)
@@ -261,13 +287,22 @@ func (*Pid) Prologue(pr *Probe, p *Prologue) error {
 	return nil
 }
 
+// haveUprobeMulti says whether the kernel has uprobe_multi links (Linux
+// 6.6), asking it once by loading a throwaway program. With them a uprobe
+// is a BPF link that closes in well under a millisecond; a uprobe made as a
+// perf event takes about 80 ms to close, one at a time under a kernel
+// lock, so a hundred probes would keep dstar from exiting for seconds.
+var haveUprobeMulti = sync.OnceValue(func() bool { return features.HaveBPFLinkUprobeMulti() == nil })
+
 // uprobePMU is the perf event source for uprobes; with it a uprobe is a
 // perf event that closes with its file descriptor, and nothing is written
-// to tracefs's uprobe_events (which would outlive a killed dstar).
+// to tracefs's uprobe_events (which would outlive a killed dstar): without
+// it, cilium/ebpf would fall back to writing there, so dstar refuses.
 const uprobePMU = "/sys/bus/event_source/devices/uprobe"
 
 // Attach places a uprobe (entry, offset) or uretprobe (return) on the
-// probe's file for its process only.
+// probe's file for its process only: a uprobe_multi link when the probe's
+// program was loaded for one, else a perf event.
 func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	pp, ok := pr.Private.(pidProbe)
 	if !ok {
@@ -276,28 +311,47 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if prog.Type() != ebpf.Kprobe {
 		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.Kprobe)
 	}
-	if _, err := os.Stat(uprobePMU); err != nil {
-		return nil, fmt.Errorf("the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", uprobePMU)
-	}
 	ex, err := link.OpenExecutable(pp.path)
 	if err != nil {
 		return nil, err
 	}
-	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
 	var l link.Link
+	if pr.AttachType == ebpf.AttachTraceUprobeMulti {
+		opts := &link.UprobeMultiOptions{Addresses: []uint64{pp.offset}, PID: uint32(pp.pid)}
+		if pp.ret {
+			l, err = ex.UretprobeMulti(nil, prog, opts)
+		} else {
+			l, err = ex.UprobeMulti(nil, prog, opts)
+		}
+		if err != nil {
+			return nil, uprobeError(pr, pp, err)
+		}
+		return l, nil
+	}
+	if _, err := os.Stat(uprobePMU); err != nil {
+		return nil, fmt.Errorf("the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", uprobePMU)
+	}
+	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
 	if pp.ret {
 		l, err = ex.Uretprobe("", prog, opts)
 	} else {
 		l, err = ex.Uprobe("", prog, opts)
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, syscall.ESRCH):
-			return nil, fmt.Errorf("failed to grab pid %d: No such process", pp.pid)
-		case errors.Is(err, syscall.Errno(524)): // ENOTSUPP, the kernel's own
-			return nil, fmt.Errorf("the kernel cannot place a uprobe at offset %#x of %s (is offset %s of %s the start of an instruction the kernel can probe?)", pp.offset, pp.path, pr.Name, pr.Function)
-		}
-		return nil, fmt.Errorf("placing a uprobe on %s at offset %#x: %w", pp.path, pp.offset, err)
+		return nil, uprobeError(pr, pp, err)
 	}
 	return l, nil
+}
+
+// uprobeError says why a uprobe could not be placed.
+func uprobeError(pr *Probe, pp pidProbe, err error) error {
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("failed to grab pid %d: No such process", pp.pid)
+	case errors.Is(err, syscall.Errno(524)), errors.Is(err, syscall.EINVAL) && pr.Name != "entry" && pr.Name != "return":
+		// ENOTSUPP (the kernel's own errno) from a perf uprobe, EINVAL
+		// from a uprobe_multi link.
+		return fmt.Errorf("the kernel cannot place a uprobe at offset %#x of %s (is offset %s of %s the start of an instruction the kernel can probe?)", pp.offset, pp.path, pr.Name, pr.Function)
+	}
+	return fmt.Errorf("placing a uprobe on %s at offset %#x: %w", pp.path, pp.offset, err)
 }
