@@ -172,15 +172,10 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 	if !list && haveUprobeMulti() {
 		attachType = ebpf.AttachTraceUprobeMulti
 	}
-	seen := map[string]bool{}
 	var out []*Probe
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range f.Symbols() {
-		if seen[s.Name] || !fieldMatch(d.Function, s.Name) {
-			continue
-		}
-		seen[s.Name] = true
+	for _, s := range matchingFuncs(f, d.Function) {
 		if isOff && s.Size != 0 && off >= s.Size {
 			if !isGlob(d.Function) {
 				return nil, fmt.Errorf("pid provider: offset %#x is beyond the end of %s (%d bytes) in %s", off, s.Name, s.Size, mod.Path)
@@ -216,6 +211,41 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 		}
 	}
 	return out, nil
+}
+
+// matchingFuncs returns the functions of f whose names match pattern, one
+// per name and one per address: where several names match the same code
+// (sbrk and __sbrk), one probe is made, as DTrace does, so that a glob
+// does not count each call twice. The name kept is a global one with the
+// fewest leading underscores.
+func matchingFuncs(f *elfsym.File, pattern string) []elfsym.Symbol {
+	better := func(a, b elfsym.Symbol) bool {
+		if a.Global != b.Global {
+			return a.Global
+		}
+		ua := len(a.Name) - len(strings.TrimLeft(a.Name, "_"))
+		ub := len(b.Name) - len(strings.TrimLeft(b.Name, "_"))
+		if ua != ub {
+			return ua < ub
+		}
+		return a.Name < b.Name
+	}
+	var out []elfsym.Symbol
+	names := map[string]bool{}
+	for _, s := range f.Symbols() { // by address
+		if names[s.Name] || !fieldMatch(pattern, s.Name) {
+			continue
+		}
+		names[s.Name] = true
+		if n := len(out); n > 0 && out[n-1].Value == s.Value {
+			if better(s, out[n-1]) {
+				out[n-1] = s
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // pidArgs types a pid probe's arguments: six integer registers at entry
@@ -343,14 +373,23 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	return l, nil
 }
 
+// ErrUnprobeable is wrapped by Attach's error when the kernel refuses to
+// place a uprobe on a function's first instruction (it refuses some, such
+// as lock-prefixed ones): a glob over a library's functions meets a few,
+// which are better skipped with a warning than fatal to the whole run.
+var ErrUnprobeable = errors.New("the kernel cannot place a uprobe on that instruction")
+
 // uprobeError says why a uprobe could not be placed.
 func uprobeError(pr *Probe, pp pidProbe, err error) error {
+	// ENOTSUPP (the kernel's own errno 524) from a perf uprobe, EINVAL
+	// from a uprobe_multi link.
+	refused := errors.Is(err, syscall.Errno(524)) || errors.Is(err, syscall.EINVAL)
 	switch {
 	case errors.Is(err, syscall.ESRCH):
 		return fmt.Errorf("failed to grab pid %d: No such process", pp.pid)
-	case errors.Is(err, syscall.Errno(524)), errors.Is(err, syscall.EINVAL) && pr.Name != "entry" && pr.Name != "return":
-		// ENOTSUPP (the kernel's own errno) from a perf uprobe, EINVAL
-		// from a uprobe_multi link.
+	case refused && (pr.Name == "entry" || pr.Name == "return"):
+		return fmt.Errorf("%w: the first instruction of %s in %s (file offset %#x)", ErrUnprobeable, pr.Function, pp.path, pp.offset)
+	case refused:
 		return fmt.Errorf("the kernel cannot place a uprobe at offset %#x of %s (is offset %s of %s the start of an instruction the kernel can probe?)", pp.offset, pp.path, pr.Name, pr.Function)
 	}
 	return fmt.Errorf("placing a uprobe on %s at offset %#x: %w", pp.path, pp.offset, err)

@@ -182,6 +182,22 @@ func TestPidLibc(t *testing.T) {
 	}
 }
 
+// TestPidLibcAll probes every function of libc: functions whose first
+// instruction the kernel will not probe are skipped with a warning, and
+// the rest fire.
+func TestPidLibcAll(t *testing.T) {
+	prog := pidBuild(t, "pie")
+	r := dstar(t, 60*time.Second, "-q", "-n", `pid$target:libc.so.6::entry { @[probefunc] = count(); }`, "-c", prog)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^  getpid +1$`).MatchString(r.stdout) {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if l != "" && !strings.HasPrefix(l, "dstar: warning: pid") {
+			t.Errorf("stderr: %q", l)
+		}
+	}
+}
+
 func TestPidGo(t *testing.T) {
 	for _, kind := range []string{"go", "go-s"} {
 		t.Run(kind, func(t *testing.T) {
