@@ -73,6 +73,19 @@ func main() {
 }
 `
 
+// pidThreadsProg calls pidt_work 100 times on each of four threads.
+const pidThreadsProg = `
+#include <pthread.h>
+__attribute__((noinline, noipa)) int pidt_work(int x) { return x + 1; }
+static void *run(void *a) { for (int i = 0; i < 100; i++) pidt_work(i); return 0; }
+int main(void) {
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, run, 0);
+	for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+	return 0;
+}
+`
+
 // pidBuild builds a test program in a temporary directory of t's and
 // returns its path: "pie", "nopie", "stripped" (a stripped non-PIE), "go"
 // or "go-s" (go build -ldflags=-s).
@@ -91,6 +104,8 @@ func pidBuild(t *testing.T, name string) string {
 		if b, err := exec.Command("strip", "-o", path, full).CombinedOutput(); err != nil {
 			t.Fatalf("strip: %v\n%s", err, b)
 		}
+	case "threads":
+		bpftest.BuildC(t, dir, name, pidThreadsProg, "-O1", "-pthread")
 	case "go":
 		bpftest.BuildGo(t, dir, name, pidGoProg)
 	case "go-s":
@@ -159,6 +174,14 @@ func TestPidReturn(t *testing.T) {
 			wantLines(t, r, "sum 284", "pidt_foo return 0 1", "pidt_foo return 2 1", "pidt_foo return 4 1", "pidt_fbar return 107 2")
 		})
 	}
+}
+
+// TestPidThreads checks that a process's probes fire on all its threads,
+// not only on the one whose id is the process's.
+func TestPidThreads(t *testing.T) {
+	prog := pidBuild(t, "threads")
+	r := dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_work:entry { @[tid != pid] = count(); }`, "-c", prog)
+	wantLines(t, r, "1 400")
 }
 
 func TestPidGlob(t *testing.T) {
