@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,6 +106,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
 	}
 	var out []*Probe
+	strippedExe := ""
 	for _, mod := range procmaps.Modules(ms) {
 		isExe := mod.Path == exe
 		if !fieldMatch(d.Module, mod.Name()) && !(isExe && fieldMatch(d.Module, "a.out")) {
@@ -131,7 +133,14 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		if len(ps) == 0 && named && f.Stripped() && d.Function != "" && !isGlob(d.Function) {
 			return nil, fmt.Errorf("pid provider: %s is stripped (no .symtab) and exports no function %s", mod.Path, d.Function)
 		}
+		if isExe && f.Sym == elfsym.None {
+			strippedExe = mod.Path
+		}
 		out = append(out, ps...)
+	}
+	if len(out) == 0 && strippedExe != "" && d.Function != "" && !isGlob(d.Function) {
+		// The function may well be in the executable, which cannot say.
+		return nil, fmt.Errorf("pid provider: no function %s found in pid %d; its executable %s has no symbol table (stripped)", d.Function, pid, strippedExe)
 	}
 	return out, nil
 }
@@ -165,6 +174,16 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 			if fieldMatch(d.Name, n) {
 				names = append(names, n)
 			}
+		}
+		if f.Go && slices.Contains(names, "return") {
+			// A uretprobe replaces the return address on the stack with a
+			// trampoline's, which Go's stack copying and tracebacks (the
+			// garbage collector's among them) cannot follow: the program
+			// can die with "unexpected return pc".
+			if d.Name == "return" {
+				return nil, fmt.Errorf("pid provider: return probes on Go functions (%s) are refused: the uretprobe's return address would crash the Go runtime's stack walks; use entry probes", mod.Path)
+			}
+			names = slices.DeleteFunc(names, func(n string) bool { return n == "return" })
 		}
 	}
 	provider := "pid" + strconv.Itoa(pid)

@@ -271,6 +271,16 @@ func TestPidErrors(t *testing.T) {
 	if r.code != 1 || !strings.HasPrefix(r.stderr, "dstar: invalid probe specifier pid999999999:a.out:pidt_foo:entry: failed to grab pid 999999999: No such process\n") {
 		t.Errorf("no process: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Whether a stripped executable has the function cannot be told.
+	r = dstar(t, 20*time.Second, "-n", `pid$target::pidt_foo:entry`, "-c", stripped)
+	if r.code != 1 || !strings.Contains(r.stderr, "no function pidt_foo found in pid ") || !strings.Contains(r.stderr, stripped+" has no symbol table (stripped)") {
+		t.Errorf("stripped, any module: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// Go functions get no return probes: uretprobes crash the Go runtime.
+	r = dstar(t, 20*time.Second, "-n", `pid$target:a.out:main.work:return`, "-c", pidBuild(t, "go"))
+	if r.code != 1 || !strings.Contains(r.stderr, "return probes on Go functions") {
+		t.Errorf("Go return: exit %d, stderr %q", r.code, r.stderr)
+	}
 	prog := pidBuild(t, "pie")
 	r = dstar(t, 20*time.Second, "-n", `pid$target:a.out:nosuch:entry`, "-c", prog)
 	if r.code != 1 || !regexp.MustCompile(`probe description pid\d+:a.out:nosuch:entry does not match any probes\n`).MatchString(r.stderr) {
