@@ -15,10 +15,10 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
+	"golang.org/x/sys/unix"
 )
 
 // Pid is the pid provider: pidNNN:MODULE:FUNCTION:entry, :return and
@@ -85,8 +85,8 @@ func pidOf(provider string) (int, bool) {
 // so listing every probe reads no process and no ELF file.
 func (p *Pid) Probes(d Desc) ([]*Probe, error) { return p.probes(d, false) }
 
-// List is Probes for listing: it does not ask the kernel whether it has
-// uprobe_multi links, as a probe about to be attached must.
+// List is Probes for listing: its probes are not for attaching, so it
+// need not settle how they would be attached.
 func (p *Pid) List(d Desc) ([]*Probe, error) { return p.probes(d, true) }
 
 func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
@@ -336,12 +336,33 @@ func (*Pid) Prologue(pr *Probe, p *Prologue) error {
 	return nil
 }
 
-// haveUprobeMulti says whether the kernel has uprobe_multi links (Linux
-// 6.6), asking it once by loading a throwaway program. With them a uprobe
-// is a BPF link that closes in well under a millisecond; a uprobe made as a
-// perf event takes about 80 ms to close, one at a time under a kernel
-// lock, so a hundred probes would keep dstar from exiting for seconds.
-var haveUprobeMulti = sync.OnceValue(func() bool { return features.HaveBPFLinkUprobeMulti() == nil })
+// haveUprobeMulti says whether the kernel has uprobe_multi links, by its
+// release (Linux 6.6 brought them): asking the kernel itself would load a
+// throwaway program, and discovery makes nothing in the kernel. With them
+// a uprobe is a BPF link that closes in well under a millisecond; a uprobe
+// made as a perf event takes about 80 ms to close, one at a time under a
+// kernel lock, so a hundred probes would keep dstar from exiting for
+// seconds. A kernel that backports them gets perf events: slower to
+// close, as correct.
+var haveUprobeMulti = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	major, minor, ok := kernelRelease(unix.ByteSliceToString(u.Release[:]))
+	return ok && (major > 6 || major == 6 && minor >= 6)
+})
+
+// kernelRelease parses the major and minor numbers of a kernel release
+// ("6.18.44-fc-v657").
+func kernelRelease(r string) (major, minor int, ok bool) {
+	a, rest, ok1 := strings.Cut(r, ".")
+	b, _, _ := strings.Cut(rest, ".")
+	b = b[:len(b)-len(strings.TrimLeft(b, "0123456789"))]
+	major, err1 := strconv.Atoi(a)
+	minor, err2 := strconv.Atoi(b)
+	return major, minor, ok1 && err1 == nil && err2 == nil
+}
 
 // uprobePMU is the perf event source for uprobes; with it a uprobe is a
 // perf event that closes with its file descriptor, and nothing is written

@@ -52,6 +52,18 @@ func TestPidInstance(t *testing.T) {
 	}
 }
 
+func TestKernelRelease(t *testing.T) {
+	for r, want := range map[string][2]int{"6.18.44-fc-v657": {6, 18}, "5.15.0-91-generic": {5, 15}, "6.6": {6, 6}, "6.10-rc1": {6, 10}} {
+		major, minor, ok := kernelRelease(r)
+		if !ok || major != want[0] || minor != want[1] {
+			t.Errorf("kernelRelease(%q) = %d, %d, %v", r, major, minor, ok)
+		}
+	}
+	if _, _, ok := kernelRelease("weird"); ok {
+		t.Error("kernelRelease(weird) ok")
+	}
+}
+
 func TestPidProbes(t *testing.T) {
 	pid, _ := pidTarget(t)
 	p := NewPid()
