@@ -39,7 +39,7 @@ var options = map[string]optionKind{
 	"cpu": optUnsupported, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optUnsupported, "stackframes": optUnsupported, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
-	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optUnsupported,
+	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optAny,
 	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
@@ -76,6 +76,9 @@ func CheckOption(name, value string) error {
 		}
 	case optAny:
 		if name == "outputformat" && value != "text" && value != "json" {
+			return bad
+		}
+		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {
 			return bad
 		}
 	}

@@ -221,6 +221,36 @@ func TestPidLibcAll(t *testing.T) {
 	}
 }
 
+// TestPidEvaltime checks where -c holds the command (DTrace's evaltime):
+// at exec the dynamic linker has not yet opened libc, so libc has no
+// probes; by default (preinit) it has, and the linker's opens are past;
+// at main the program's own code is about to run.
+func TestPidEvaltime(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("-c holds commands past exec on amd64 only")
+	}
+	prog := pidBuild(t, "pie")
+	opens := `syscall::openat:entry /pid == $target/ { printf("open %s\n", basename(copyinstr(arg1))); }`
+	r := dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", opens, "-c", prog)
+	if r.code != 0 || !strings.Contains(r.stdout, "open libc.so.6\n") {
+		t.Errorf("evaltime=exec: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", `pid$target:libc.so.6:getpid:entry`, "-c", prog)
+	if r.code != 1 || !strings.Contains(r.stderr, ":libc.so.6:getpid:entry does not match any probes") {
+		t.Errorf("evaltime=exec, libc probe: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-q", "-n", opens, "-c", prog)
+	if r.code != 0 || strings.Contains(r.stdout, "open") {
+		t.Errorf("evaltime=preinit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=main", "-n", `pid$target:a.out:pidt_foo:entry { @ = count(); }`, "-c", prog)
+	wantLines(t, r, "sum 284", "3")
+	r = dstar(t, 20*time.Second, "-x", "evaltime=never", "-n", `BEGIN { exit(0); }`)
+	if r.code != 1 || r.stderr != "dstar: failed to set -x evaltime: Invalid value for specified option\n" {
+		t.Errorf("evaltime=never: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 func TestPidGo(t *testing.T) {
 	for _, kind := range []string{"go", "go-s"} {
 		t.Run(kind, func(t *testing.T) {

@@ -8,21 +8,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 	"golang.org/x/sys/unix"
 )
 
-// child is a process started with -c: it is held stopped (by ptrace) at its
-// executable's entry point, after the dynamic linker has mapped its
-// libraries and before its own code runs, until every probe is attached,
-// so that no event of the program's is missed.
+// child is a process started with -c: it is held stopped (by ptrace),
+// by default at its executable's entry point, after the dynamic linker has
+// mapped its libraries and before its own code runs, until every probe is
+// attached, so that no event of the program's is missed.
 type child struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
 
 // startHeld starts command line cmdline (run by the shell, as dtrace(1)
-// does with -c) stopped at exec.
-func startHeld(cmdline string) (*child, error) {
+// does with -c) and holds it where evaltime says (DTrace's option): "exec"
+// at exec, before the dynamic linker runs; "preinit" (the default, "") at
+// the executable's entry point, its libraries mapped; "postinit" and
+// "main" at main, every initialiser run.
+func startHeld(cmdline, evaltime string) (*child, error) {
 	// The tracer of a ptraced child is the thread that forked it; lock it
 	// until the child is released.
 	runtime.LockOSThread()
@@ -50,11 +55,17 @@ func startHeld(cmdline string) (*child, error) {
 			unix.PtraceCont(pid, 0)
 		}
 	}
-	// Hold it at its entry point rather than at exec, so that its shared
-	// libraries are mapped when probes on them are looked up. Where that
-	// cannot be done it stays held at exec: only its executable's probes
-	// can then be found.
-	if err := runToEntry(pid); err != nil && runtime.GOARCH == "amd64" {
+	// Past exec, its shared libraries are mapped when probes on them are
+	// looked up. Where that cannot be done it stays held at exec: only its
+	// executable's probes can then be found.
+	var err error
+	if evaltime != "exec" && runtime.GOARCH == "amd64" {
+		err = runToEntry(pid)
+		if err == nil && (evaltime == "postinit" || evaltime == "main") {
+			err = runToMain(pid)
+		}
+	}
+	if err != nil {
 		cmd.Process.Kill()
 		unix.PtraceDetach(pid)
 		runtime.UnlockOSThread()
@@ -101,4 +112,35 @@ func watchPid(pid int) (<-chan struct{}, error) {
 		}
 	}()
 	return done, nil
+}
+
+// mainAddress returns the run-time address of the main function of process
+// pid's executable, from its symbols and mappings.
+func mainAddress(pid int) (uint64, error) {
+	exe, err := procmaps.Executable(pid)
+	if err != nil {
+		return 0, err
+	}
+	f, err := elfsym.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return 0, err
+	}
+	s, ok := f.Lookup("main")
+	if !ok {
+		return 0, fmt.Errorf("%s has no function main", exe)
+	}
+	off, err := f.FileOffset(s.Value)
+	if err != nil {
+		return 0, err
+	}
+	ms, err := procmaps.Read(pid)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		if m.Path == exe && m.Exec() && m.Offset <= off && off < m.Offset+(m.End-m.Start) {
+			return m.Start + off - m.Offset, nil
+		}
+	}
+	return 0, fmt.Errorf("main of %s is not mapped", exe)
 }

@@ -9,24 +9,39 @@ import (
 )
 
 // runToEntry lets a child held at exec (ptrace-stopped) run to its
-// executable's entry point and stops it there: by then the dynamic linker
-// has mapped the shared libraries, so pid probes on them (libc.so.6) can
-// be found in /proc/PID/maps and placed before the program's own code
-// runs. It plants a breakpoint at the entry (AT_ENTRY from the auxiliary
-// vector), continues to it, then restores the instruction and the PC.
+// executable's entry point (AT_ENTRY from the auxiliary vector) and stops
+// it there: by then the dynamic linker has mapped the shared libraries, so
+// pid probes on them (libc.so.6) can be found in /proc/PID/maps and placed
+// before the program's own code runs.
 func runToEntry(pid int) error {
 	entry, err := auxEntry(pid)
 	if err != nil {
 		return err
 	}
+	return runTo(pid, entry, "the entry point")
+}
+
+// runToMain runs a child held at its entry point on to its main function.
+func runToMain(pid int) error {
+	addr, err := mainAddress(pid)
+	if err != nil {
+		return err
+	}
+	return runTo(pid, addr, "main")
+}
+
+// runTo plants a breakpoint at run-time address addr of a ptrace-stopped
+// child, continues it to there, then restores the instruction and the PC,
+// leaving the child stopped at addr.
+func runTo(pid int, addr uint64, what string) error {
 	orig := make([]byte, 8)
-	if _, err := unix.PtracePeekText(pid, uintptr(entry), orig); err != nil {
-		return fmt.Errorf("reading the entry point: %v", err)
+	if _, err := unix.PtracePeekText(pid, uintptr(addr), orig); err != nil {
+		return fmt.Errorf("reading %s: %v", what, err)
 	}
 	patched := append([]byte(nil), orig...)
 	patched[0] = breakInsn
-	if _, err := unix.PtracePokeText(pid, uintptr(entry), patched); err != nil {
-		return fmt.Errorf("planting a breakpoint at the entry point: %v", err)
+	if _, err := unix.PtracePokeText(pid, uintptr(addr), patched); err != nil {
+		return fmt.Errorf("planting a breakpoint at %s: %v", what, err)
 	}
 	sig := 0
 	for {
@@ -38,25 +53,30 @@ func runToEntry(pid int) error {
 			return err
 		}
 		if ws.Exited() || ws.Signaled() {
-			return fmt.Errorf("process exited before reaching its entry point")
+			return fmt.Errorf("process exited before reaching %s", what)
 		}
 		if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP {
 			break
 		}
 		sig = int(ws.StopSignal()) // not ours: deliver it
 	}
-	if _, err := unix.PtracePokeText(pid, uintptr(entry), orig); err != nil {
-		return fmt.Errorf("restoring the entry point: %v", err)
+	if _, err := unix.PtracePokeText(pid, uintptr(addr), orig); err != nil {
+		return fmt.Errorf("restoring %s: %v", what, err)
 	}
-	pc, regs, err := getPC(pid)
-	if err != nil {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceGetRegs(pid, &regs); err != nil {
 		return err
 	}
-	if pc != entry+breakPCAdj {
-		return fmt.Errorf("stopped at %#x, not at the entry point %#x", pc, entry)
+	// After int3 traps, the PC is one byte past it.
+	if regs.Rip != addr+1 {
+		return fmt.Errorf("stopped at %#x, not at %s (%#x)", regs.Rip, what, addr)
 	}
-	return setPC(pid, regs, entry)
+	regs.Rip = addr
+	return unix.PtraceSetRegs(pid, &regs)
 }
+
+// breakInsn is x86's breakpoint instruction, int3.
+const breakInsn = 0xcc
 
 // auxEntry reads AT_ENTRY, the run-time address of the executable's entry
 // point, from /proc/PID/auxv.
@@ -71,26 +91,6 @@ func auxEntry(pid int) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no AT_ENTRY in /proc/%d/auxv", pid)
-}
-
-// int3 is the x86 breakpoint instruction; once it traps, the PC is one
-// byte past it.
-const (
-	breakInsn  = 0xcc
-	breakPCAdj = 1
-)
-
-func getPC(pid int) (uint64, *unix.PtraceRegs, error) {
-	var r unix.PtraceRegs
-	if err := unix.PtraceGetRegs(pid, &r); err != nil {
-		return 0, nil, err
-	}
-	return r.Rip, &r, nil
-}
-
-func setPC(pid int, r *unix.PtraceRegs, pc uint64) error {
-	r.Rip = pc
-	return unix.PtraceSetRegs(pid, r)
 }
 
 // atEntry is the auxiliary vector's AT_ENTRY tag (elf.h).

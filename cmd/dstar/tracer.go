@@ -148,7 +148,7 @@ func (t *tracer) run() int {
 	var targetPids []int
 	target := 0
 	for _, cmdline := range t.cfg.cmds {
-		k, err := startHeld(cmdline)
+		k, err := startHeld(cmdline, t.opts["evaltime"])
 		if err != nil {
 			for _, k := range kids {
 				k.kill()
@@ -369,7 +369,7 @@ func (t *tracer) list() int {
 		}
 	}
 	if len(t.cfg.cmds) > 0 {
-		k, err := startHeld(t.cfg.cmds[0])
+		k, err := startHeld(t.cfg.cmds[0], evaltime(t.cfg.xopts))
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
@@ -500,4 +500,16 @@ func aggSort(opts map[string]string) output.SortOptions {
 		KeyPos:  pos,
 		AggPos:  agg,
 	}
+}
+
+// evaltime is the -x evaltime option, for listing (which reads no other
+// options).
+func evaltime(xopts [][2]string) string {
+	v := ""
+	for _, x := range xopts {
+		if x[0] == "evaltime" {
+			v = x[1]
+		}
+	}
+	return v
 }
