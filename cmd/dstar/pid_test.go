@@ -311,6 +311,10 @@ func TestPidErrors(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "return probes on Go functions") {
 		t.Errorf("Go return: exit %d, stderr %q", r.code, r.stderr)
 	}
+	r = dstar(t, 20*time.Second, "-p", "999999999", "-n", `pid$target:a.out:pidt_foo:entry`)
+	if r.code != 1 || r.stderr != "dstar: failed to grab pid 999999999: No such process\n" {
+		t.Errorf("-p of no process: exit %d, stderr %q", r.code, r.stderr)
+	}
 	prog := pidBuild(t, "pie")
 	r = dstar(t, 20*time.Second, "-n", `pid$target:a.out:nosuch:entry`, "-c", prog)
 	if r.code != 1 || !regexp.MustCompile(`probe description pid\d+:a.out:nosuch:entry does not match any probes\n`).MatchString(r.stderr) {

@@ -98,6 +98,9 @@ func watchPid(pid int) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
+		if err == unix.ESRCH {
+			return nil, fmt.Errorf("failed to grab pid %d: No such process", pid) // dtrace(1)'s words
+		}
 		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
 	}
 	go func() {
