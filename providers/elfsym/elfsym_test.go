@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 )
 
 const cProg = `
@@ -173,5 +175,31 @@ func TestGoProgram(t *testing.T) {
 		if want := sectionOffset(t, path, s.Value); err != nil || off != want {
 			t.Errorf("strip=%v: FileOffset = %#x, %v; want %#x", strip, off, err, want)
 		}
+	}
+}
+
+// TestSymboliseSelf names a run-time address of this test binary the way
+// stack symbolisation will: mapping, file offset, virtual address, symbol.
+func TestSymboliseSelf(t *testing.T) {
+	pc := uint64(reflect.ValueOf(TestSymboliseSelf).Pointer())
+	ms, err := procmaps.Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := procmaps.Find(ms, pc)
+	if !ok {
+		t.Fatalf("%#x is in no mapping", pc)
+	}
+	f, err := Open(m.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vaddr, err := f.Address(m.FileOffset(pc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := f.ByAddress(vaddr)
+	if want := "github.com/dstar-trace/dstar/providers/elfsym.TestSymboliseSelf"; !ok || s.Name != want {
+		t.Errorf("ByAddress(%#x) = %q, %v; want %q", vaddr, s.Name, ok, want)
 	}
 }
