@@ -337,6 +337,13 @@ func TestPidList(t *testing.T) {
 	if want := []string{"pidt_fbar:entry", "pidt_fbar:return", "pidt_foo:entry", "pidt_foo:return"}; r.code != 0 || !slices.Equal(got, want) {
 		t.Errorf("exit %d, listed %q\nstdout:\n%s\nstderr:\n%s", r.code, got, r.stdout, r.stderr)
 	}
+	// Without -c or -p, $target is 0, as when compiling.
+	for _, args := range [][]string{{"-l", "-n", "pid$target:::entry"}, {"-n", "pid$target:::entry"}} {
+		r = dstar(t, 20*time.Second, args...)
+		if want := "dstar: invalid probe specifier pid$target:::entry: probe description pid0:::entry does not match any probes\n"; r.code != 1 || r.stderr != want {
+			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
 	// Listing everything without a target reads no process: no pid probes.
 	r = dstar(t, 20*time.Second, "-l")
 	if r.code != 0 || regexp.MustCompile(`(?m)^ *\d+ +pid\d+ `).MatchString(r.stdout) {

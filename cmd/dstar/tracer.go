@@ -396,9 +396,8 @@ func (t *tracer) list() int {
 		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
 			text = text[:j]
 		}
-		if target != 0 {
-			text = strings.ReplaceAll(text, "$target", strconv.Itoa(target))
-		}
+		// As when compiling, $target is 0 without -c or -p.
+		text = strings.ReplaceAll(text, "$target", strconv.Itoa(target))
 		d, err := providers.ParseDesc(text)
 		if err != nil {
 			t.errorf("invalid probe specifier %s: %v", s.text, err)
