@@ -55,6 +55,7 @@ type pidProbe struct {
 	path   string // the file, as the kernel can open it
 	offset uint64 // file offset of the probed instruction
 	ret    bool
+	goABI  bool // a Go function: arguments in Go's registers
 }
 
 // NewPid returns the pid provider.
@@ -209,7 +210,7 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 			pr := &Probe{
 				Provider: provider, Module: mod.Name(), Function: s.Name, Name: n,
 				ProgType: ebpf.Kprobe, AttachType: attachType, UserRegs: true,
-				Private: pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return"},
+				Private: pidProbe{pid: pid, path: path, offset: fileOff, ret: n == "return", goABI: isGoFunc(f, s.Name)},
 			}
 			key := pr.String()
 			if old := p.made[key]; old != nil && old.Private == pr.Private {
@@ -224,7 +225,7 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 				pr.ID = p.nextID
 				p.nextID++
 			}
-			pr.Args = pidArgs(n == "return")
+			pr.Args = pidArgs(n == "return", isGoFunc(f, s.Name))
 			p.made[key] = pr
 			out = append(out, pr)
 		}
@@ -268,14 +269,25 @@ func matchingFuncs(f *elfsym.File, pattern string) []elfsym.Symbol {
 }
 
 // pidArgs types a pid probe's arguments: six integer registers at entry
-// (and at an offset), and at return the return site (arg0) and value
-// (arg1), untyped as DTrace leaves them.
-func pidArgs(ret bool) []Arg {
+// (and at an offset), nine for a Go function, and at return the return
+// site (arg0) and value (arg1), untyped as DTrace leaves them.
+func pidArgs(ret, goABI bool) []Arg {
 	a := Arg{Type: "uint64_t", Kind: ArgInt, Size: 8}
-	if ret {
+	switch {
+	case ret:
 		return []Arg{a, a}
+	case goABI:
+		return []Arg{a, a, a, a, a, a, a, a, a}
 	}
 	return []Arg{a, a, a, a, a, a}
+}
+
+// isGoFunc reports whether function name of f is Go code, which passes its
+// arguments in Go's registers rather than C's: a Go binary's functions are
+// package-qualified (main.work, runtime.mallocgc); those of C linked in by
+// cgo are not.
+func isGoFunc(f *elfsym.File, name string) bool {
+	return f.Go && strings.Contains(name, ".")
 }
 
 // madeMatching returns the probes made before that d matches, by ID.
@@ -296,7 +308,8 @@ func (p *Pid) madeMatching(d Desc) []*Probe {
 // by every process that maps it; the kernel filters by process too, but a
 // check here costs one helper call and makes it certain), then fills the
 // state from the user registers the uprobe's context holds: arg0..arg5 =
-// the first six integer arguments at entry or at an offset; at return,
+// the first six integer arguments at entry or at an offset (arg0..arg8,
+// from Go's argument registers, for a Go function); at return,
 // arg0 = 0 (a uretprobe cannot tell which return instruction ran, so
 // DTrace's offset of it is unknown) and arg1 = the return value.
 func (*Pid) Prologue(pr *Probe, p *Prologue) error {
@@ -324,13 +337,17 @@ func (*Pid) Prologue(pr *Probe, p *Prologue) error {
 		storeArg(p, 1, asm.R0)
 		zeroArgs(p, 2)
 	} else {
-		for i, o := range regs.callArgs {
+		args := regs.callArgs[:]
+		if pp.goABI {
+			args = regs.goArgs[:]
+		}
+		for i, o := range args {
 			if p.Unused&(1<<i) == 0 {
 				p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, o, asm.DWord))
 				storeArg(p, i, asm.R0)
 			}
 		}
-		zeroArgs(p, len(regs.callArgs))
+		zeroArgs(p, len(args))
 	}
 	zeroErrno(p)
 	return nil

@@ -27,6 +27,9 @@ type regsLayout struct {
 	// value: uprobes see the user registers as pt_regs.
 	callArgs [6]int16
 	callRet  int16
+	// goArgs are the offsets of the first nine integer arguments of a Go
+	// function under Go's register ABI (ABIInternal, Go 1.17+).
+	goArgs [9]int16
 	// sp and fp are the offsets of the stack and frame pointers.
 	sp, fp int16
 	// names are the D names of the registers uregs[] indexes (R_PC, ...),

@@ -17,9 +17,11 @@ var regs = regsLayout{
 	// Function calls: x0-x5; the result in x0.
 	callArgs: [6]int16{0, 8, 16, 24, 32, 40},
 	callRet:  0,
-	sp:       248,
-	fp:       232, // x29
-	names:    arm64RegNames(),
+	// Go: x0-x8.
+	goArgs: [9]int16{0, 8, 16, 24, 32, 40, 48, 56, 64},
+	sp:     248,
+	fp:     232, // x29
+	names:  arm64RegNames(),
 }
 
 // arm64RegNames names x0-x30 (R_X0...), sp, pc and pstate, and the

@@ -258,6 +258,9 @@ func TestPidGo(t *testing.T) {
 			r := dstar(t, 30*time.Second, "-q", "-n", `pid$target:*:main.work:entry { @[probemod, probefunc] = count(); }`, "-c", prog)
 			// The program prints to stderr (println).
 			wantLines(t, r, kind+" main.work 5")
+			// Arguments come from Go's registers.
+			r = dstar(t, 30*time.Second, "-q", "-n", `pid$target:a.out:main.work:entry { @[arg0] = count(); }`, "-c", prog)
+			wantLines(t, r, "0 1", "1 1", "2 1", "3 1", "4 1")
 		})
 	}
 }
