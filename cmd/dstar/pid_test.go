@@ -223,25 +223,38 @@ func TestPidLibcAll(t *testing.T) {
 
 // TestPidEvaltime checks where -c holds the command (DTrace's evaltime):
 // at exec the dynamic linker has not yet opened libc, so libc has no
-// probes; by default (preinit) it has, and the linker's opens are past;
-// at main the program's own code is about to run.
+// probes; at preinit it has, and the linker's opens are past; at main the
+// program's own code is about to run. By default a program without pid
+// probes holds the command at exec, one with them at preinit.
 func TestPidEvaltime(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("-c holds commands past exec on amd64 only")
 	}
 	prog := pidBuild(t, "pie")
 	opens := `syscall::openat:entry /pid == $target/ { printf("open %s\n", basename(copyinstr(arg1))); }`
-	r := dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", opens, "-c", prog)
-	if r.code != 0 || !strings.Contains(r.stdout, "open libc.so.6\n") {
-		t.Errorf("evaltime=exec: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	for _, evaltime := range []string{"exec", ""} {
+		args := []string{"-q", "-n", opens, "-c", prog}
+		if evaltime != "" {
+			args = append([]string{"-x", "evaltime=" + evaltime}, args...)
+		}
+		r := dstar(t, 20*time.Second, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "open libc.so.6\n") {
+			t.Errorf("evaltime=%q: exit %d, stdout %q, stderr %q", evaltime, r.code, r.stdout, r.stderr)
+		}
 	}
-	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", `pid$target:libc.so.6:getpid:entry`, "-c", prog)
+	r := dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", `pid$target:libc.so.6:getpid:entry`, "-c", prog)
 	if r.code != 1 || !strings.Contains(r.stderr, ":libc.so.6:getpid:entry does not match any probes") {
 		t.Errorf("evaltime=exec, libc probe: exit %d, stderr %q", r.code, r.stderr)
 	}
-	r = dstar(t, 20*time.Second, "-q", "-n", opens, "-c", prog)
+	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=preinit", "-n", opens, "-c", prog)
 	if r.code != 0 || strings.Contains(r.stdout, "open") {
 		t.Errorf("evaltime=preinit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// A pid probe moves the default to preinit: the linker's opens are
+	// past.
+	r = dstar(t, 20*time.Second, "-q", "-n", opens+` pid$target:a.out:pidt_six:entry { printf("six\n"); }`, "-c", prog)
+	if r.code != 0 || strings.Contains(r.stdout, "open") || !strings.Contains(r.stdout, "six\n") {
+		t.Errorf("default with a pid probe: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=main", "-n", `pid$target:a.out:pidt_foo:entry { @ = count(); }`, "-c", prog)
 	wantLines(t, r, "sum 284", "3")

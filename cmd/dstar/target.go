@@ -13,21 +13,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// child is a process started with -c: it is held stopped (by ptrace),
-// by default at its executable's entry point, after the dynamic linker has
-// mapped its libraries and before its own code runs, until every probe is
-// attached, so that no event of the program's is missed.
+// child is a process started with -c: it is held stopped (by ptrace) at
+// exec, or further on (advance), until every probe is attached, so that no
+// event of the program's is missed.
 type child struct {
 	cmd    *exec.Cmd
+	line   string // the command line, for messages
 	exited chan struct{}
 }
 
 // startHeld starts command line cmdline (run by the shell, as dtrace(1)
-// does with -c) and holds it where evaltime says (DTrace's option): "exec"
-// at exec, before the dynamic linker runs; "preinit" (the default, "") at
-// the executable's entry point, its libraries mapped; "postinit" and
-// "main" at main, every initialiser run.
-func startHeld(cmdline, evaltime string) (*child, error) {
+// does with -c) and holds it at exec, before the dynamic linker runs, so
+// that its very first system call can be traced. advance moves it on.
+func startHeld(cmdline string) (*child, error) {
 	// The tracer of a ptraced child is the thread that forked it; lock it
 	// until the child is released.
 	runtime.LockOSThread()
@@ -55,24 +53,29 @@ func startHeld(cmdline, evaltime string) (*child, error) {
 			unix.PtraceCont(pid, 0)
 		}
 	}
-	// Past exec, its shared libraries are mapped when probes on them are
-	// looked up. Where that cannot be done it stays held at exec: only its
-	// executable's probes can then be found.
-	var err error
-	if evaltime != "exec" && runtime.GOARCH == "amd64" {
-		err = runToEntry(pid)
-		if err == nil && (evaltime == "postinit" || evaltime == "main") {
-			err = runToMain(pid)
-		}
+	return &child{cmd: cmd, line: cmdline, exited: make(chan struct{})}, nil
+}
+
+// advance runs a child held at exec on to where evaltime (DTrace's option)
+// says, and holds it there: "exec" leaves it; "preinit" stops it at its
+// executable's entry point, its shared libraries mapped, so that pid
+// probes on them can be found; "postinit" and "main" stop it at main,
+// every initialiser run. It works on amd64 only: elsewhere the child stays
+// at exec, where only its executable's probes can be found. After an error
+// the child can only be killed.
+func (c *child) advance(evaltime string) error {
+	if evaltime == "exec" || runtime.GOARCH != "amd64" {
+		return nil
+	}
+	pid := c.cmd.Process.Pid
+	err := runToEntry(pid)
+	if err == nil && (evaltime == "postinit" || evaltime == "main") {
+		err = runToMain(pid)
 	}
 	if err != nil {
-		cmd.Process.Kill()
-		unix.PtraceDetach(pid)
-		runtime.UnlockOSThread()
-		cmd.Wait()
-		return nil, fmt.Errorf("failed to execute %s: %v", cmdline, err)
+		return fmt.Errorf("failed to hold %s at %s: %v", c.line, evaltime, err)
 	}
-	return &child{cmd: cmd, exited: make(chan struct{})}, nil
+	return nil
 }
 
 // release lets the held child run and watches for its exit.

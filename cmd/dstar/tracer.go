@@ -148,7 +148,7 @@ func (t *tracer) run() int {
 	var targetPids []int
 	target := 0
 	for _, cmdline := range t.cfg.cmds {
-		k, err := startHeld(cmdline, t.opts["evaltime"])
+		k, err := startHeld(cmdline)
 		if err != nil {
 			for _, k := range kids {
 				k.kill()
@@ -193,7 +193,29 @@ func (t *tracer) run() int {
 		t.errorf("%v", err)
 		return exitError
 	}
+	// -x evaltime says where -c commands are held while probes are found
+	// and attached. By default they stay at exec, so that their first
+	// system call is seen, unless the program uses the pid provider: its
+	// probes on shared libraries need the libraries mapped, so the
+	// commands go on to their entry points (evaltime=preinit) and the
+	// program is compiled again.
+	evaltime := t.opts["evaltime"]
+	if evaltime != "" {
+		if err := advanceAll(kids, evaltime); err != nil {
+			killKids()
+			t.errorf("%v", err)
+			return exitError
+		}
+	}
 	prog, err := t.compile(target)
+	if evaltime == "" && len(kids) > 0 && t.usesPid(prog, err) {
+		if err := advanceAll(kids, "preinit"); err != nil {
+			killKids()
+			t.errorf("%v", err)
+			return exitError
+		}
+		prog, err = t.compile(target)
+	}
 	if err != nil {
 		killKids()
 		t.compileError(err)
@@ -369,12 +391,22 @@ func (t *tracer) list() int {
 		}
 	}
 	if len(t.cfg.cmds) > 0 {
-		k, err := startHeld(t.cfg.cmds[0], evaltime(t.cfg.xopts))
+		// Held past exec (unless -x evaltime=exec), its libraries' pid
+		// probes can be listed.
+		k, err := startHeld(t.cfg.cmds[0])
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
 		}
 		defer k.kill()
+		et := evaltime(t.cfg.xopts)
+		if et == "" {
+			et = "preinit"
+		}
+		if err := k.advance(et); err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
 		if target == 0 {
 			target = k.cmd.Process.Pid
 		}
@@ -511,4 +543,39 @@ func evaltime(xopts [][2]string) string {
 		}
 	}
 	return v
+}
+
+// advanceAll runs every held -c command on to evaltime.
+func advanceAll(kids []*child, evaltime string) error {
+	for _, k := range kids {
+		if err := k.advance(evaltime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usesPid reports whether a compiled program (or the error compiling it)
+// involves pid probes: a probe of a pidNNN provider, or a pid description
+// that matched nothing (perhaps only because the libraries it names are
+// not mapped yet).
+func (t *tracer) usesPid(prog *dcompiler.Program, err error) bool {
+	isPid := func(provider string) bool {
+		p := t.reg.Lookup(provider)
+		return p != nil && p.Name() == "pid"
+	}
+	var nm *check.NoMatchError
+	if errors.As(err, &nm) {
+		d, perr := providers.ParseDesc(nm.Desc)
+		return perr == nil && isPid(d.Provider)
+	}
+	if err != nil {
+		return false
+	}
+	for _, p := range prog.Probes() {
+		if isPid(p.Provider) {
+			return true
+		}
+	}
+	return false
 }
