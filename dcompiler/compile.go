@@ -35,6 +35,12 @@ type Options struct {
 	Destructive bool // -w
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
+	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
+	OnCPU bool
+	CPU   int
+	// -x stackframes and ustackframes: the default depths of stack( )
+	// and ustack( ) (20 when 0).
+	StackFrames, UStackFrames int
 }
 
 // Program is a compiled D program.
@@ -62,7 +68,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
-		ArgRef: opts.ArgRef,
+		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
 	})
 	if err != nil {
 		return nil, err
@@ -70,7 +76,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: opts.StrSize,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
-		NSpec: opts.NSpec,
+		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU,
 	})
 	if err != nil {
 		return nil, err

@@ -84,6 +84,9 @@ func (e *Enabling) handle(raw []byte) {
 			v := act.Args[1]
 			// DTrace indents the value one past the header's width.
 			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+v.Size], len(output.ProbeHeader())))
+		case codegen.ActStack:
+			ev.Kind = KindTrace
+			text.WriteString(output.Stack(vals[0].Frames))
 		case codegen.ActTraceMem:
 			ev.Kind = KindTrace
 			d := act.Args[0]
@@ -134,6 +137,9 @@ func (e *Enabling) handle(raw []byte) {
 // datum reads one recorded value.
 func datum(raw []byte, d codegen.Datum) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
+	if d.Type.Kind == types.Stack {
+		return printf.Stack(stackFrames(b, d.Type))
+	}
 	if d.Type.Kind == types.Void || d.Type.Kind == types.Struct || d.Type.Kind == types.Array || len(b) < 8 {
 		return printf.Str(string(b)) // raw bytes: tracemem's, or the value print( ) shows
 	}

@@ -169,7 +169,7 @@ func (e *Enabling) attach() error {
 		if p.Probe.Provider == "dtrace" || p.TailOf != "" {
 			continue
 		}
-		l, err := e.reg.Attach(p.Probe, e.progs[i])
+		l, err := e.reg.AttachWith(p.Probe, e.progs[i], providers.AttachOptions{OnCPU: e.s.opts.OnCPU, CPU: e.s.opts.CPU})
 		if errors.Is(err, providers.ErrUnprobeable) {
 			e.s.warnf("warning: %s not enabled: %v", p.Probe, err)
 			continue
@@ -186,7 +186,11 @@ func (e *Enabling) attach() error {
 func (e *Enabling) fire(name string, args ...uint64) error {
 	for i, p := range e.Prog.Code.Programs {
 		if p.Probe.Provider == "dtrace" && p.Probe.Name == name {
-			return providers.Fire(e.progs[i], args...)
+			cpu := -1
+			if e.s.opts.OnCPU {
+				cpu = e.s.opts.CPU
+			}
+			return providers.FireOn(e.progs[i], cpu, args...)
 		}
 	}
 	return nil

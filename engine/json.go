@@ -51,6 +51,8 @@ func jsonValue(v printf.Value) any {
 		return v.Str
 	case printf.FloatValue:
 		return v.Float
+	case printf.StackValue:
+		return v.Frames
 	}
 	if v.Signed {
 		return v.Int64()

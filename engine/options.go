@@ -17,6 +17,7 @@ const (
 	optInt                       // an integer
 	optAny                       // a value taken as given
 	optIgnored                   // accepted: dstar's design makes it moot
+	optCPU                       // a CPU number
 	optUnsupported
 )
 
@@ -36,8 +37,8 @@ var options = map[string]optionKind{
 	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,
 	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
 	"version": optAny, "stdc": optUnsupported, "argref": optBool,
-	"cpu": optUnsupported, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
-	"ustackframes": optUnsupported, "stackframes": optUnsupported, "stackindent": optUnsupported,
+	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
+	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
 	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optAny,
 	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
@@ -72,6 +73,10 @@ func CheckOption(name, value string) error {
 		}
 	case optInt:
 		if _, err := strconv.Atoi(value); err != nil {
+			return bad
+		}
+	case optCPU:
+		if _, ok := ParseCPU(value); !ok {
 			return bad
 		}
 	case optAny:
@@ -136,4 +141,10 @@ func ParseRate(s string) (time.Duration, error) {
 		return time.Second / time.Duration(v), nil
 	}
 	return 0, fmt.Errorf("invalid rate %q", s)
+}
+
+// ParseCPU parses -x cpu's value: a CPU number.
+func ParseCPU(value string) (int, bool) {
+	n, err := strconv.Atoi(value)
+	return n, err == nil && n >= 0
 }

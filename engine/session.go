@@ -27,6 +27,11 @@ type Options struct {
 	AggSort output.SortOptions
 	// AggPerCPU prints each CPU's part of an aggregation's rows too.
 	AggPerCPU bool
+	// OnCPU, with CPU, is -x cpu: BEGIN, END and ERROR run on that CPU,
+	// and so do tick-N and profile-N. (The program, compiled with the
+	// same option, records nothing on other CPUs.)
+	OnCPU bool
+	CPU   int
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }

@@ -24,6 +24,32 @@ func (r *Registry) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	return prov.Attach(pr, prog)
 }
 
+// AttachOptions are a session's settings that change where probes attach.
+type AttachOptions struct {
+	// OnCPU, with CPU, is -x cpu: profile-N and tick-N fire on that CPU
+	// only.
+	OnCPU bool
+	CPU   int
+}
+
+// OptionAttacher is implemented by providers whose probes attach
+// differently under AttachOptions.
+type OptionAttacher interface {
+	AttachWith(pr *Probe, prog *ebpf.Program, o AttachOptions) (io.Closer, error)
+}
+
+// AttachWith is Attach under o.
+func (r *Registry) AttachWith(pr *Probe, prog *ebpf.Program, o AttachOptions) (io.Closer, error) {
+	prov, err := r.ProviderOf(pr)
+	if err != nil {
+		return nil, err
+	}
+	if oa, ok := prov.(OptionAttacher); ok {
+		return oa.AttachWith(pr, prog, o)
+	}
+	return prov.Attach(pr, prog)
+}
+
 // Dispatcher returns pr's provider as a Dispatcher with the group pr
 // shares, or nil when pr shares no attach point.
 func (r *Registry) Dispatcher(pr *Probe) (Dispatcher, string) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // DTrace is the dtrace provider: BEGIN, END and ERROR. They are not kernel
@@ -91,13 +92,24 @@ const (
 // Fire runs prog — a dtrace probe's raw-tracepoint program — once, now, on
 // the calling CPU, with args as its context (BPF_PROG_TEST_RUN). The context
 // is padded with zeros to the six u64s the prologue reads.
-func Fire(prog *ebpf.Program, args ...uint64) error {
+func Fire(prog *ebpf.Program, args ...uint64) error { return FireOn(prog, -1, args...) }
+
+// FireOn is Fire on the given CPU (BPF_F_TEST_RUN_ON_CPU), or on the
+// calling CPU when cpu is negative.
+func FireOn(prog *ebpf.Program, cpu int, args ...uint64) error {
 	if len(args) > maxFireArgs {
 		return fmt.Errorf("fire: %d arguments, the most a raw tracepoint context holds is %d", len(args), maxFireArgs)
 	}
 	ctx := make([]uint64, max(fireArgs, len(args)))
 	copy(ctx, args)
-	if _, err := prog.Run(&ebpf.RunOptions{Context: ctx}); err != nil {
+	opts := &ebpf.RunOptions{Context: ctx}
+	if cpu >= 0 {
+		opts.CPU, opts.Flags = uint32(cpu), unix.BPF_F_TEST_RUN_ON_CPU
+	}
+	if _, err := prog.Run(opts); err != nil {
+		if cpu >= 0 && errors.Is(err, unix.ENXIO) {
+			return fmt.Errorf("fire: CPU %d is not online", cpu)
+		}
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			return fmt.Errorf("fire: the kernel cannot run raw tracepoint programs on demand (BPF_PROG_TEST_RUN, Linux 5.10+): %w", err)
 		}

@@ -22,6 +22,7 @@ type harness struct {
 	state  *ebpf.Map // per-CPU array, 1 state
 	result *ebpf.Map // array, 1 state: the last event's
 	count  *ebpf.Map // array of 4 u64 counters
+	unused uint32    // Prologue.Unused for the next program
 }
 
 // layout is where the state keeps args and errno.
@@ -89,6 +90,7 @@ func (h *harness) program(typ ebpf.ProgramType, prov Provider, pr *Probe, post .
 	insns := asm.Instructions{asm.Mov.Reg(regCtx, asm.R1)}
 	p := h.prologue()
 	p.Scratch = -16
+	p.Unused = h.unused
 	p.Setup = asm.Instructions{
 		asm.StoreImm(asm.R10, -4, 0, asm.Word),
 		asm.LoadMapPtr(asm.R1, h.state.FD()),

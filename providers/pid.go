@@ -44,10 +44,10 @@ type Pid struct {
 	nextID int
 }
 
-// pidFirstID is where pid probes' IDs start: above the listed probes (a
-// few thousand tracepoints) and below profile's probes made on demand
-// (1<<20), short enough to keep dtrace -l's columns.
-const pidFirstID = 100000
+// pidFirstID is where pid probes' IDs start: above the listed probes
+// (fbt's can number a hundred thousand) and the profile probes made on
+// demand (from 1<<20 up, one per rate named).
+const pidFirstID = 1 << 22
 
 // pidProbe is what a pid probe keeps for its prologue and Attach.
 type pidProbe struct {
@@ -330,7 +330,7 @@ func (*Pid) Prologue(pr *Probe, p *Prologue) error {
 	)
 	setup(p)
 	if pp.ret {
-		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, regs.callRet, asm.DWord))
+		p.Insns = append(p.Insns, asm.LoadMem(asm.R0, p.Ctx, regs.ret, asm.DWord))
 		if p.Unused&1 == 0 {
 			p.Insns = append(p.Insns, storeZero64(p.State, p.ArgOffset(0)))
 		}

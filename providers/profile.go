@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -154,7 +155,13 @@ func (*Profile) Prologue(pr *Probe, p *Prologue) error {
 
 // Attach opens one cpu-clock perf event per CPU (all online CPUs for
 // profile-N, the first for tick-N) and links prog to each.
-func (*Profile) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+func (p *Profile) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	return p.AttachWith(pr, prog, AttachOptions{})
+}
+
+// AttachWith is Attach, on o.CPU alone when o.OnCPU (-x cpu): tick-N
+// fires there, and so does profile-N (its other CPUs would record nothing).
+func (*Profile) AttachWith(pr *Probe, prog *ebpf.Program, o AttachOptions) (io.Closer, error) {
 	pp, ok := pr.Private.(profileProbe)
 	if !ok {
 		return nil, fmt.Errorf("%s: not a profile probe", pr)
@@ -166,7 +173,13 @@ func (*Profile) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pr, err)
 	}
-	if !pp.perCPU {
+	switch {
+	case o.OnCPU:
+		if !slices.Contains(cpus, o.CPU) {
+			return nil, fmt.Errorf("CPU %d is not online", o.CPU)
+		}
+		cpus = []int{o.CPU}
+	case !pp.perCPU:
 		cpus = cpus[:1]
 	}
 	var cs closers

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 )
 
 // Provider is one source of probes.
@@ -67,6 +68,9 @@ type Probe struct {
 	// Ctx says how that program's context is laid out for args-> access.
 	ProgType   ebpf.ProgramType
 	AttachType ebpf.AttachType
+	// AttachTo names the kernel function or event a program of type
+	// Tracing is verified against (tp_btf, fentry); empty for others.
+	AttachTo string
 	// UserRegs says the program's context is the traced thread's user
 	// registers, a struct pt_regs (uprobes): uregs[i] reads word i of it.
 	UserRegs bool
@@ -101,6 +105,9 @@ type Arg struct {
 	Size   int // bytes
 	Signed bool
 	Len    int // elements of an inline array (ArgArray); Size/Len bytes each
+	// BTF is the argument's kernel type when the provider knows it (rawtp
+	// and fbt arguments), so that args[1]->pid can follow a pointer.
+	BTF btf.Type
 }
 
 // Dispatcher is implemented by providers whose probes can share one kernel

@@ -3,13 +3,16 @@ package providers
 import (
 	"fmt"
 	"sync"
+
+	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // Registry holds the providers in a fixed order, which is also the order of
 // probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
-// before return), sdt (by group and event), then pid, whose probes are made
-// for a process when a description names it. The IDs of listed probes are
-// the same for `dstar -l` and for a run on the same kernel.
+// before return), sdt (by group and event), rawtp (likewise), fbt (by
+// kallsyms), then pid, whose probes are made for a process when a
+// description names it. The IDs of listed probes are the same for
+// `dstar -l` and for a run on the same kernel.
 type Registry struct {
 	providers []Provider
 }
@@ -25,11 +28,28 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 	profileFirst := ErrorID + 1
 	syscallFirst := profileFirst + len(profileNames)
 	sys := NewSyscall(syscallFirst)
-	sdt := NewSDT(func() (int, error) {
+	sdtFirst := func() (int, error) {
 		n, err := sys.NumProbes()
 		return syscallFirst + n, err
+	}
+	rawtpFirst := func() (int, error) {
+		first, err := sdtFirst()
+		if err != nil {
+			return 0, err
+		}
+		evs, err := tracefs.Events()
+		return first + len(evs), err
+	}
+	rawtp := NewRawTP(rawtpFirst)
+	fbt := NewFBT(func() (int, error) {
+		first, err := rawtpFirst()
+		if err != nil {
+			return 0, err
+		}
+		n, err := rawtp.NumProbes()
+		return first + n, err
 	})
-	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, sdt, FBT{}, NewPid())
+	return NewRegistry(DTrace{}, NewProfile(profileFirst), sys, NewSDT(sdtFirst), rawtp, fbt, NewPid())
 })
 
 // Providers returns the providers in order.

@@ -70,7 +70,7 @@ func TestRegistryLookup(t *testing.T) {
 	for _, p := range r.Providers() {
 		names = append(names, p.Name())
 	}
-	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,fbt,pid" {
+	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,rawtp,fbt,pid" {
 		t.Errorf("providers: %s", got)
 	}
 	if p, err := r.ProviderOf(dtraceProbes[0]); err != nil || p.Name() != "dtrace" {
@@ -134,6 +134,9 @@ func coldStartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	listTime := time.Since(start)
+	if btfLoaded.Load() {
+		t.Error("listing read the kernel's BTF")
+	}
 
 	start = time.Now()
 	allArgs, err := r.Match(Desc{})

@@ -22,16 +22,14 @@ type regsLayout struct {
 	sysNr     int16
 	sysNrSize int
 
-	// callArgs are the offsets of the first six integer arguments of a
-	// user-space function call (the C ABI), callRet that of its return
-	// value: uprobes see the user registers as pt_regs.
-	callArgs [6]int16
-	callRet  int16
+	// callArgs are the offsets of the registers the kernel's C calling
+	// convention passes the first arguments in, and ret that of the return
+	// value (kprobes on function entry and return).
+	callArgs []int16
+	ret      int16
 	// goArgs are the offsets of the first nine integer arguments of a Go
 	// function under Go's register ABI (ABIInternal, Go 1.17+).
 	goArgs [9]int16
-	// sp and fp are the offsets of the stack and frame pointers.
-	sp, fp int16
 	// names are the D names of the registers uregs[] indexes (R_PC, ...),
 	// each with its offset in pt_regs divided by 8, which is its index.
 	names map[string]int

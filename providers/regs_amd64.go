@@ -13,13 +13,11 @@ var regs = regsLayout{
 	sysArgs:   [6]int16{112, 104, 96, 56, 72, 64},
 	sysNr:     120, // orig_ax
 	sysNrSize: 8,
-	// Function calls: di, si, dx, cx, r8, r9; the result in ax.
-	callArgs: [6]int16{112, 104, 96, 88, 72, 64},
-	callRet:  80,
+	// C ABI: di, si, dx, cx, r8, r9; the return value in ax.
+	callArgs: []int16{112, 104, 96, 88, 72, 64},
+	ret:      80,
 	// Go: ax, bx, cx, di, si, r8, r9, r10, r11.
 	goArgs: [9]int16{80, 40, 88, 112, 104, 72, 64, 56, 48},
-	sp:     152,
-	fp:     32,
 	names: map[string]int{
 		"R_R15": 0, "R_R14": 1, "R_R13": 2, "R_R12": 3, "R_RBP": 4, "R_RBX": 5,
 		"R_R11": 6, "R_R10": 7, "R_R9": 8, "R_R8": 9, "R_RAX": 10, "R_RCX": 11,

@@ -14,13 +14,11 @@ var regs = regsLayout{
 	sysArgs:   [6]int16{0, 8, 16, 24, 32, 40},
 	sysNr:     280, // syscallno
 	sysNrSize: 4,
-	// Function calls: x0-x5; the result in x0.
-	callArgs: [6]int16{0, 8, 16, 24, 32, 40},
-	callRet:  0,
+	// C ABI: x0-x7; the return value in x0.
+	callArgs: []int16{0, 8, 16, 24, 32, 40, 48, 56},
+	ret:      0,
 	// Go: x0-x8.
 	goArgs: [9]int16{0, 8, 16, 24, 32, 40, 48, 56, 64},
-	sp:     248,
-	fp:     232, // x29
 	names:  arm64RegNames(),
 }
 

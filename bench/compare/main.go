@@ -6,7 +6,9 @@
 // and peak RSS), the cost each tracer adds to a getpid system call for
 // "@ = count()" against an empty BPF program on the same event, and printf
 // throughput with every record accounted for (delivered or reported as
-// dropped). Run it through bench/run, which builds what it needs.
+// dropped), and tracing every system call at once. Arguments name the
+// measurements to run (startup, overhead, printf, allsyscalls); none runs
+// them all. Run it through bench/run, which builds what it needs.
 package main
 
 import (
@@ -42,9 +44,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "compare: bpftrace is not installed (Debian package bpftrace)")
 		os.Exit(1)
 	}
-	startup()
-	overhead()
-	printfThroughput()
+	only := map[string]bool{}
+	for _, a := range flag.Args() {
+		only[a] = true
+	}
+	for _, b := range []struct {
+		name string
+		run  func()
+	}{{"startup", startup}, {"overhead", overhead}, {"printf", printfThroughput}, {"allsyscalls", allSyscalls}} {
+		if len(only) == 0 || only[b.name] {
+			b.run()
+		}
+	}
 }
 
 func median(xs []float64) float64 {
@@ -170,6 +181,30 @@ func overhead() {
 		fmt.Printf("dstar/bpftrace for %s: %.3f\n", strings.TrimSpace(strings.TrimPrefix(all[i].name, "dstar")),
 			median(all[i].vals)/median(all[i+1].vals))
 	}
+}
+
+// allSyscalls measures tracing every system call: dstar's syscall:::entry
+// (one program on raw sys_enter dispatching by number) beside bpftrace's
+// tracepoint:syscalls:sys_enter_* (one program per tracepoint). Wall time
+// covers start-up, attaching every probe, a run of true(1) and tear-down;
+// the per-getpid cost is set beside each one's single-syscall probe.
+func allSyscalls() {
+	var dw, bw, dAll, dOne, bAll, bOne []float64
+	for i := 0; i < *rounds; i++ {
+		w, _, _ := runTimed(*dstarBin, "-q", "-n", "syscall:::entry { @ = count(); }", "-c", "/bin/true")
+		dw = append(dw, w)
+		w, _, _ = runTimed("bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_* { @ = count(); }", "-c", "/bin/true")
+		bw = append(bw, w)
+		b := nsPerCall(nil, *calls)
+		dAll = append(dAll, nsPerCall([]string{*dstarBin, "-q", "-n", "syscall:::entry { @ = count(); }"}, *calls)-b)
+		dOne = append(dOne, nsPerCall([]string{*dstarBin, "-q", "-n", "syscall::getpid:entry { @ = count(); }"}, *calls)-b)
+		bAll = append(bAll, nsPerCall([]string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_* { @ = count(); }"}, *calls)-b)
+		bOne = append(bOne, nsPerCall([]string{"bpftrace", "-q", "-e", "tracepoint:syscalls:sys_enter_getpid { @ = count(); }"}, *calls)-b)
+	}
+	fmt.Printf("every syscall, run of true      dstar %7.1f ms   bpftrace %7.1f ms   wall %.3fx\n",
+		median(dw)*1000, median(bw)*1000, median(dw)/median(bw))
+	fmt.Printf("added per getpid, all syscalls  dstar %7.1f ns (%.2fx its getpid probe)   bpftrace %7.1f ns (%.2fx its getpid probe)   dstar/bpftrace %.3f\n",
+		median(dAll), median(dAll)/median(dOne), median(bAll), median(bAll)/median(bOne), median(dAll)/median(bAll))
 }
 
 var lostRe = regexp.MustCompile(`(?m)(\d+) drops on CPU|Lost (\d+) events`)

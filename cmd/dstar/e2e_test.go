@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
@@ -473,10 +475,24 @@ func TestFreopen(t *testing.T) {
 	}
 }
 
-func TestFBTSaysWhatIsMissing(t *testing.T) {
+// TestFBT traces a kernel function where the kernel allows it, and
+// elsewhere checks that naming fbt fails with the message that says which
+// mechanisms the kernel lacks (this test's own probe of the kernel, not an
+// assumption, decides which).
+func TestFBT(t *testing.T) {
 	bpftest.Require(t)
-	r := dstar(t, 20*time.Second, "-n", "fbt::do_sys_openat2:entry { }")
-	if r.code != 1 || !strings.Contains(r.stderr, "invalid probe specifier fbt::do_sys_openat2:entry { }: fbt provider unavailable: ") {
+	script := `fbt::ksys_read:entry /pid == $target/ { @e = count(); } fbt::ksys_read:return /pid == $target/ { @r[arg1 >= 0] = count(); }`
+	if err := providers.FBTAvailable(); err == nil {
+		r := dstar(t, 20*time.Second, "-q", "-n", script, "-c", "head -c 1 /etc/hostname")
+		if r.code != 0 || !regexp.MustCompile(`(?m)^ +[1-9]\d*\n`).MatchString(r.stdout) {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		return
+	}
+	r := dstar(t, 20*time.Second, "-n", script)
+	want := "invalid probe specifier " + script + ": fbt provider unavailable: this kernel lacks kprobes ("
+	if r.code != 1 || !strings.Contains(r.stderr, want) ||
+		!strings.Contains(r.stderr, "), kprobe-multi links (") || !strings.Contains(r.stderr, ") and fentry/fexit programs (") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	// Listing everything is not disturbed by fbt.
@@ -613,5 +629,158 @@ syscall::write:entry /pid == $target/ { print((struct test_struct *)copyin(arg1,
 		pad + "}\n\n"
 	if _, rest, _ := strings.Cut(r.stdout, "\n"); rest != want {
 		t.Errorf("got:\n%s\nwant:\n0x... = *\n%s\nstderr: %s", r.stdout, want, r.stderr)
+	}
+}
+
+// TestProfileArgs samples a busy user-space loop: arg0 is the kernel PC
+// (0 in user mode), arg1 the user PC (0 in kernel mode), never both; on
+// profile-N, and on tick-N pinned with the loop to one CPU.
+func TestProfileArgs(t *testing.T) {
+	bpftest.Require(t)
+	cpu := strconv.Itoa(runtime.NumCPU() - 1)
+	loop := `sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'`
+	clause := ` /pid == $target/ { @[arg0 != 0, arg1 != 0, arg0 == 0 || (uint64_t)arg0 >> 48 == 0xffff, arg1 < 0x800000000000] = count(); }`
+	for _, args := range [][]string{
+		{"-n", "profile-997" + clause, "-c", loop},
+		{"-x", "cpu=" + cpu, "-n", "tick-1ms" + clause, "-c", "taskset -c " + cpu + " " + loop},
+	} {
+		r := dstar(t, 30*time.Second, append([]string{"-q"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d, stderr %s", args, r.code, r.stderr)
+		}
+		user := regexp.MustCompile(`(?m)^ +0 +1 +1 +1 +(\d+)$`).FindStringSubmatch(r.stdout)
+		rows := regexp.MustCompile(`(?m)^ +(0 +1|1 +0) +1 +1 +\d+$`).FindAllString(r.stdout, -1)
+		if user == nil || len(user[1]) < 2 || len(rows) != len(strings.Split(strings.TrimSpace(r.stdout), "\n")) {
+			t.Errorf("%q: want mostly user-mode samples (0 1 1 1), each with one PC:\n%s", args, r.stdout)
+		}
+	}
+}
+
+// TestCPUOption pins BEGIN, END and tick-N to one CPU with -x cpu, and
+// records nothing from other CPUs.
+func TestCPUOption(t *testing.T) {
+	bpftest.Require(t)
+	cpu := runtime.NumCPU() - 1
+	r := dstar(t, 20*time.Second, "-q", "-x", fmt.Sprintf("cpu=%d", cpu), "-n",
+		`BEGIN { printf("BEGIN %d\n", cpu); } tick-1ms { @t[cpu] = count(); } syscall:::entry { @s[cpu] = count(); }
+		tick-20ms { exit(0); } END { printf("END %d\n", cpu); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	want := regexp.MustCompile(fmt.Sprintf(`^BEGIN %[1]d\nEND %[1]d\n\n +%[1]d +\d+\n +%[1]d +\d+\n*$`, cpu))
+	if !want.MatchString(r.stdout) {
+		t.Errorf("stdout:\n%s\nwant BEGIN, END and every row on CPU %d", r.stdout, cpu)
+	}
+	r = dstar(t, 20*time.Second, "-x", "cpu=-1", "-n", "BEGIN { exit(0); }")
+	if r.code != 1 || !strings.Contains(r.stderr, "failed to set -x cpu: Invalid value for specified option") {
+		t.Errorf("-x cpu=-1: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestListVerbose checks dtrace -lv's layout: each probe's line, its
+// stability and its arguments' types.
+func TestListVerbose(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-l", "-v", "-n", "BEGIN", "-n", "syscall::read:entry", "-n", "rawtp:sched::sched_switch")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	attrs := func(probe, args string) string {
+		f := func(title, a string) string {
+			v := strings.Split(a, "/")
+			return "\n\t" + title + "\n\t\tIdentifier Names: " + v[0] + "\n\t\tData Semantics:   " + v[1] + "\n\t\tDependency Class: " + v[2] + "\n"
+		}
+		return f("Probe Description Attributes", probe) + f("Argument Attributes", args) + "\n\tArgument Types\n"
+	}
+	want := "   ID   PROVIDER            MODULE                          FUNCTION NAME\n" +
+		"    1     dtrace                                                     BEGIN\n" +
+		attrs("Stable/Stable/Common", "Stable/Stable/Common") + "\t\tNone\n\n" +
+		"ID syscall           vmlinux                              read entry\n" +
+		attrs("Evolving/Evolving/Common", "Private/Private/ISA") +
+		"\t\targs[0]: unsigned int\n\t\targs[1]: char *\n\t\targs[2]: size_t\n\n" +
+		"ID rawtp             sched                                   sched_switch\n" +
+		attrs("Private/Private/Unknown", "Private/Private/ISA") +
+		"\t\targs[0]: bool\n\t\targs[1]: struct task_struct *\n\t\targs[2]: struct task_struct *\n"
+	got := regexp.MustCompile(`(?m)^ *\d+ +(syscall|rawtp)`).ReplaceAllString(r.stdout, "ID $1")
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("stdout:\n%s\nwant it to start:\n%s", got, want)
+	}
+}
+
+// TestListSpeed lists every probe, and every sdt probe with its argument
+// types: both must stay quick (dtrace -l is used interactively).
+func TestListSpeed(t *testing.T) {
+	bpftest.Require(t)
+	for _, args := range [][]string{{"-l"}, {"-l", "-v", "-P", "sdt"}, {"-l", "-v"}} {
+		start := time.Now()
+		r := dstar(t, 20*time.Second, args...)
+		took := time.Since(start)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		t.Logf("dstar %s: %d lines in %v", strings.Join(args, " "), strings.Count(r.stdout, "\n"), took)
+		if took > time.Second {
+			t.Errorf("dstar %s took %v", strings.Join(args, " "), took)
+		}
+	}
+}
+
+// TestRawTPCount counts context switches on a BTF tracepoint, reading the
+// tasks through args[1] and args[2]: the previous task is the current one.
+func TestRawTPCount(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-n",
+		`rawtp:sched::sched_switch { @[args[1]->pid == tid, stringof(args[1]->comm) == execname, args[2]->pid != tid || tid == 0] = count(); }
+		tick-50ms { exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`^\n +1 +1 +1 +[1-9]\d*\n$`).MatchString(r.stdout) {
+		t.Errorf("stdout:\n%q\nwant one row: 1 1 1 COUNT", r.stdout)
+	}
+}
+
+// TestSeveralTargets: with several -c and -p, dstar (as dtrace) says how
+// each process went and stops only when all have gone; $target is the
+// first -c's pid.
+func TestSeveralTargets(t *testing.T) {
+	bpftest.Require(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	cmd := exec.Command(dstarBin, "-n", `BEGIN { printf("target %d\n", $target); }`,
+		"-c", "sh -c 'exit 3'", "-c", "sh -c 'kill -9 $$'", "-p", strconv.Itoa(sleeper.Process.Pid))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &errb, "exited with status 3\n")
+	waitFor(t, &errb, "terminated by SIGKILL\n")
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`dstar: pid (\d+) exited with status 3\n`).FindStringSubmatch(errb.String())
+	if m == nil || !strings.Contains(out.String(), "target "+m[1]+"\n") {
+		t.Errorf("$target is not the first -c's pid: stdout %q, stderr %q", out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), fmt.Sprintf("dstar: pid %d has exited\n", sleeper.Process.Pid)) {
+		t.Errorf("no notice for the -p process: %q", errb.String())
+	}
+}
+
+// TestTargetHeldAtExec: a -c command is held at its exec until every
+// probe is attached, so its very first system call (the dynamic linker's
+// brk) is seen.
+func TestTargetHeldAtExec(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "/bin/true", "-n",
+		`syscall:::entry /pid == $target && !seen/ { seen = 1; printf("%s\n", probefunc); }`)
+	if r.code != 0 || r.stdout != "brk\n\n" {
+		t.Errorf("exit %d, stdout %q (want the first syscall, brk), stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

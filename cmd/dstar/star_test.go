@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,5 +156,20 @@ func TestToolList(t *testing.T) {
 	r := dstar(t, 20*time.Second, "tool")
 	if r.code != 0 || !regexp.MustCompile(`(?m)^  syscount +\S`).MatchString(r.stdout) {
 		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestSessionCPUOption: a Starlark session takes -x cpu as cpu=N.
+func TestSessionCPUOption(t *testing.T) {
+	bpftest.Require(t)
+	cpu := runtime.NumCPU() - 1
+	path := writeScript(t, fmt.Sprintf(`s = dtrace.session(quiet = True, cpu = %d)
+s.attach(r'BEGIN { printf("begin %%d\n", cpu); } tick-1ms { @[cpu] = count(); } syscall:::entry { @s[cpu] = count(); } tick-30ms { exit(0); }')
+s.run()
+print(sorted([k for k in s.aggregations()["@"]]), sorted([k for k in s.aggregations()["@s"]]))
+`, cpu))
+	r := dstar(t, 20*time.Second, "run", path)
+	if want := fmt.Sprintf("begin %[1]d\n[(%[1]d,)] [(%[1]d,)]\n", cpu); r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, stdout %q, want %q; stderr %q", r.code, r.stdout, want, r.stderr)
 	}
 }

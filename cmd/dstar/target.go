@@ -18,8 +18,9 @@ import (
 // event of the program's is missed.
 type child struct {
 	cmd    *exec.Cmd
-	line   string // the command line, for messages
-	exited chan struct{}
+	line   string        // the command line, for messages
+	exited chan struct{} // closed once state is set
+	state  *os.ProcessState
 }
 
 // startHeld starts command line cmdline (run by the shell, as dtrace(1)
@@ -84,6 +85,7 @@ func (c *child) release() {
 	runtime.UnlockOSThread()
 	go func() {
 		c.cmd.Wait()
+		c.state = c.cmd.ProcessState
 		close(c.exited)
 	}()
 }
@@ -94,6 +96,22 @@ func (c *child) kill() {
 	unix.PtraceDetach(c.cmd.Process.Pid)
 	runtime.UnlockOSThread()
 	c.cmd.Wait()
+}
+
+// exitNotice is what dtrace(1) says when a traced process goes: how it
+// ended when dstar started it (state), that it has exited otherwise.
+func exitNotice(pid int, state *os.ProcessState) string {
+	if state != nil {
+		if ws, ok := state.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				return fmt.Sprintf("pid %d terminated by %s", pid, unix.SignalName(ws.Signal()))
+			case ws.Exited() && ws.ExitStatus() != 0:
+				return fmt.Sprintf("pid %d exited with status %d", pid, ws.ExitStatus())
+			}
+		}
+	}
+	return fmt.Sprintf("pid %d has exited", pid)
 }
 
 // watchPid returns a channel closed when process pid exits.

@@ -268,12 +268,14 @@ func (t *tracer) run() int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	cpu, onCPU := cpuOption(t.opts)
 	sess := engine.NewSession(engine.Options{
 		// JSON records carry what quiet mode prints: no probe lines.
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
+		OnCPU: onCPU, CPU: cpu,
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
@@ -285,20 +287,34 @@ func (t *tracer) run() int {
 		k.release()
 	}
 
-	exited := firstDone(targetExits)
-	select {
-	case <-sess.Done():
-	case <-sigs:
-		// A second interrupt leaves at once; the kernel releases every
-		// object with the process's file descriptors.
-		go func() {
-			<-sigs
-			bw.Close()
-			os.Exit(exitError)
-		}()
-	case i := <-exited:
-		if !quiet {
-			t.errorf("pid %d has exited", targetPids[i])
+	// As dtrace(1), stop when every -c and -p process has gone, saying
+	// how each went.
+	exited, live := eachDone(targetExits), len(targetExits)
+wait:
+	for {
+		select {
+		case <-sess.Done():
+			break wait
+		case <-sigs:
+			// A second interrupt leaves at once; the kernel releases every
+			// object with the process's file descriptors.
+			go func() {
+				<-sigs
+				bw.Close()
+				os.Exit(exitError)
+			}()
+			break wait
+		case i := <-exited:
+			if !quiet {
+				var state *os.ProcessState
+				if i < len(kids) {
+					state = kids[i].state
+				}
+				t.errorf("%s", exitNotice(targetPids[i], state))
+			}
+			if live--; live == 0 {
+				break wait
+			}
 		}
 	}
 	if err := en.Disable(); err != nil {
@@ -322,12 +338,17 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	aggsize, _ := engine.ParseSize(t.opts["aggsize"], 4<<20)
 	dynvarsize, _ := engine.ParseSize(t.opts["dynvarsize"], 1<<20)
 	nspec, _ := strconv.Atoi(t.opts["nspec"])
+	cpu, onCPU := cpuOption(t.opts)
+	frames, _ := strconv.Atoi(t.opts["stackframes"])
+	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
+		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
 		StrSize: int(strsize), BufSize: int(bufsize), AggSize: int(aggsize),
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
+		StackFrames: frames, UStackFrames: uframes,
 	})
 }
 
@@ -442,8 +463,13 @@ func (t *tracer) list() int {
 	}
 	var all []*providers.Probe
 	seen := map[int]bool{}
+	// -v wants argument types, which may cost reading formats and BTF.
+	find := t.reg.List
+	if t.cfg.verbose {
+		find = t.reg.Match
+	}
 	for i, d := range descs {
-		probes, err := t.reg.List(d)
+		probes, err := find(d)
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
@@ -469,6 +495,10 @@ func (t *tracer) printList(probes []*providers.Probe) {
 	io.WriteString(w, output.ListHeader())
 	for _, p := range probes {
 		io.WriteString(w, output.ListLine(p.ID, p.Provider, p.Module, p.Function, p.Name))
+		if t.cfg.verbose {
+			pa, aa := providers.Stability(p.Provider)
+			io.WriteString(w, output.ListAttrs([3]string{pa.Name, pa.Data, pa.Class}, [3]string{aa.Name, aa.Data, aa.Class}, providers.ArgTypes(p)))
+		}
 	}
 }
 
@@ -483,9 +513,8 @@ func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w 
 	}
 }
 
-// firstDone delivers the index of the first of chs to be closed. dtrace
-// stops when any of its -c or -p processes exits.
-func firstDone(chs []<-chan struct{}) <-chan int {
+// eachDone delivers the index of each of chs as it is closed.
+func eachDone(chs []<-chan struct{}) <-chan int {
 	out := make(chan int, len(chs))
 	for i, ch := range chs {
 		go func() {
@@ -504,6 +533,15 @@ func checkOptions(opts map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// cpuOption is -x cpu: the one CPU to trace on, and whether it is set.
+func cpuOption(opts map[string]string) (int, bool) {
+	v, ok := opts["cpu"]
+	if !ok {
+		return 0, false
+	}
+	return engine.ParseCPU(v)
 }
 
 // switchRate is how often records are read (-x switchrate), 0 for the

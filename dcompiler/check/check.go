@@ -23,14 +23,16 @@ type Matcher interface {
 
 // Options are the inputs of checking that do not come from the source.
 type Options struct {
-	Probes      Matcher
-	Macros      []string // $0, $1, ...: $0 is the script name
-	Target      int      // $target, 0 when there is none
-	StrSize     int      // bytes in a string, including its NUL
-	AllowZero   bool     // -Z: descriptions may match no probes
-	Destructive bool     // -w
-	DefaultArgs bool     // -x defaultargs: missing $N are 0 / ""
-	ArgRef      bool     // -x argref: arguments need not all be referenced
+	Probes       Matcher
+	Macros       []string // $0, $1, ...: $0 is the script name
+	Target       int      // $target, 0 when there is none
+	StrSize      int      // bytes in a string, including its NUL
+	AllowZero    bool     // -Z: descriptions may match no probes
+	Destructive  bool     // -w
+	DefaultArgs  bool     // -x defaultargs: missing $N are 0 / ""
+	ArgRef       bool     // -x argref: arguments need not all be referenced
+	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
+	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
 }
 
 // Info is what checking learns about a program.
@@ -60,6 +62,8 @@ type Info struct {
 	threads  map[string]*Var
 	locals   map[string]*Var
 	aggs     map[string]*Agg
+	stackOK  map[*ast.Call]bool // stack( ) calls where a stack may be
+
 }
 
 // Clause is a clause with its matched probes.
@@ -398,7 +402,7 @@ func (in *Info) speculationRules(cl *Clause) error {
 				return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
 			}
 			recorded = true
-		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize":
+		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack":
 			recorded = true
 		}
 	}
@@ -417,6 +421,7 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.ExprStmt:
+			in.allowStack(s.X)
 			if _, err := in.TypeOf(s.X, env); err != nil {
 				return err
 			}

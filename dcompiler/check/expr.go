@@ -202,7 +202,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
-		"setopt", "freopen", "ftruncate",
+		"setopt", "freopen", "ftruncate", "stack", "ustack",
 		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok", "d_path":
 		return true
 	}
@@ -503,6 +503,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	}
 	var keys []*types.Type
 	for _, k := range AggKeys(e.LHS) {
+		in.allowStack(k)
 		t, err := in.TypeOf(k, env)
 		if err != nil {
 			return nil, err
@@ -528,7 +529,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
 		}
 		for i, k := range keys {
-			if k.IsString() != a.Keys[i].IsString() {
+			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User {
 				return nil, in.errorf(av.Pos, "D_AGG_KEY_TYPE", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
 			if k.Size > a.Keys[i].Size {
@@ -567,6 +568,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %d expected", e.Fn, len(e.Args), plural(len(e.Args)), want)
 	}
 	switch e.Fn {
+	case "stack", "ustack":
+		return in.stackType(e)
 	case "printf":
 		if len(e.Args) == 0 {
 			return nil, in.errorf(e.Pos, "D_PRINTF_ARG_FMT", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
@@ -1107,15 +1110,32 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args[ ]", n)
 	}
 	if a := PositionalArg(env.Probe, int(n)); a != nil {
+		if a.BTF != nil {
+			return ktypes.FromBTF(a.BTF), nil
+		}
 		if a.Kind == providers.ArgPointer {
 			return &types.Type{Kind: types.Pointer, Size: 8, Name: a.Type, Elem: types.VoidT}, nil
 		}
 		return types.FromC(a.Type, a.Size, a.Signed), nil
 	}
-	if env.Probe != nil && env.Probe.Provider == "syscall" {
+	if env.Probe != nil && (env.Probe.Provider == "syscall" || typedArgs(env.Probe)) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
 	}
 	return types.Int64T, nil
+}
+
+// typedArgs reports whether p's positional arguments all come typed from
+// BTF (rawtp and fbt probes), so that an index past them is an error.
+func typedArgs(p *providers.Probe) bool {
+	if p.Args == nil || p.Provider != "rawtp" && p.Provider != "fbt" {
+		return false
+	}
+	for i := range p.Args {
+		if p.Args[i].BTF == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // PositionalArg returns probe p's Nth positional argument, if it declares

@@ -18,7 +18,7 @@ const maxPrint = 2048
 func isRecording(call *ast.Call) bool {
 	switch call.Fn {
 	case "printf", "trace", "exit", "commit", "discard", "speculate", "system", "tracemem", "print",
-		"setopt", "freopen", "ftruncate":
+		"setopt", "freopen", "ftruncate", "stack", "ustack":
 		return true
 	}
 	return check.AggActions[call.Fn]
@@ -92,6 +92,15 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			n := min(t.Elem.Size, maxPrint)
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: 8, Type: t}, Datum{Off: rec.Size + 8, Size: n, Type: t.Elem})
 			rec.Size += 8 + align8(n)
+			args = nil
+		case "stack", "ustack":
+			act.Kind = ActStack
+			t, err := pg.in.TypeOf(call, pg.env)
+			if err != nil {
+				return nil, err
+			}
+			act.Args = append(act.Args, Datum{Off: rec.Size, Size: t.Size, Type: t})
+			rec.Size += t.Size
 			args = nil
 		case "tracemem":
 			act.Kind = ActTraceMem
@@ -217,6 +226,10 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		pg.addrOf(asm.R1, regRecord, val.Off)
 		pg.emit(asm.Mov.Imm(asm.R2, int32(val.Size)))
 		pg.call(asm.FnProbeReadKernel) // on failure it zero-fills: nothing to print
+		return nil
+	}
+	if call.Fn == "stack" || call.Fn == "ustack" {
+		pg.stackInto(act.Args[0].Type, regRecord, act.Args[0].Off)
 		return nil
 	}
 	if call.Fn == "tracemem" {

@@ -6,6 +6,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/quant"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // aggregate generates "@name[keys] = func(args)". The value is updated in
@@ -234,6 +235,11 @@ func (pg *probeGen) lookupKey(m string, off int) {
 func (pg *probeGen) aggKey(l *AggLayout, keys []ast.Expr, off int) error {
 	for i, k := range keys {
 		d := l.Keys[i]
+		if d.Type.Kind == types.Stack {
+			// The type the key was laid out with: the deepest of its uses.
+			pg.stackInto(d.Type, regState, off+d.Off)
+			continue
+		}
 		if d.Type.IsString() {
 			pg.zero(regState, off+d.Off, d.Size)
 			if err := pg.strInto(k, regState, off+d.Off, d.Type.Size); err != nil {

@@ -76,6 +76,9 @@ type Options struct {
 	DynVarSize int
 	// NSpec is the number of speculation buffers.
 	NSpec int
+	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
+	OnCPU bool
+	CPU   int
 }
 
 // Output is the generated code.
@@ -238,7 +241,7 @@ func keyLayout(ts []*types.Type) ([]Datum, int) {
 	off := 0
 	for _, k := range ts {
 		size := 8
-		if k.IsString() {
+		if k.IsString() || k.Kind == types.Stack {
 			size = align8(k.Size)
 		}
 		ds = append(ds, Datum{Off: off, Size: size, Type: k})
@@ -367,6 +370,7 @@ func (pg *probeGen) program(pr *providers.Probe, filtered bool, epid *uint32) (*
 		Name:         progName(pr),
 		Type:         pr.ProgType,
 		AttachType:   pr.AttachType,
+		AttachTo:     pr.AttachTo,
 		Instructions: pg.withSubprogs(progName(pr)),
 		License:      "GPL",
 	}
@@ -426,6 +430,11 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// run, and not after exit() or END.
 		setup.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
 		setup.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
+		if pg.opts.OnCPU {
+			// -x cpu: DTrace traces on that CPU only.
+			setup.call(asm.FnGetSmpProcessorId)
+			setup.emit(asm.JNE.Imm(asm.R0, int32(pg.opts.CPU), "exit"))
+		}
 	}
 	pro := &providers.Prologue{
 		Ctx: regCtx, State: regState,

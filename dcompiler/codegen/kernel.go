@@ -2,14 +2,15 @@ package codegen
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/dstar-trace/dstar/providers"
 )
 
-// kernelSpec loads the kernel's BTF once, and only when a program reads a
-// kernel structure: it costs tens of milliseconds.
-var kernelSpec = sync.OnceValues(btf.LoadKernelSpec)
+// kernelSpec is the kernel's BTF, loaded once and only when a program reads
+// a kernel structure: it costs tens of milliseconds.
+var kernelSpec = providers.KernelBTF
 
 // taskOffsets resolves a member path from struct task_struct. Each offset
 // in the result is one read: a pointer member ends a read and the next

@@ -122,6 +122,7 @@ const (
 	ActSystem    // the consumer runs the formatted command
 	ActTraceMem  // Args[0] holds the bytes read
 	ActPrint     // Args[0] holds the address, Args[1] the bytes there, typed
+	ActStack     // Args[0] holds a stack (types.StackT's layout)
 	// Output actions the consumer carries out: Args hold their strings.
 	ActSetopt
 	ActFreopen

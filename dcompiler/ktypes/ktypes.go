@@ -7,14 +7,14 @@ package ktypes
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
 )
 
-var kernel = sync.OnceValues(btf.LoadKernelSpec)
+var kernel = providers.KernelBTF
 
 // Lookup returns the D type of a kernel type name: "struct task_struct",
 // "union X", or a typedef. Integers keep their size and sign; structs and

@@ -2,7 +2,10 @@
 
 package printf
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // ValueKind says what a Value holds.
 type ValueKind uint8
@@ -12,6 +15,7 @@ const (
 	IntValue ValueKind = iota
 	StringValue
 	FloatValue
+	StackValue
 )
 
 // Value is one recorded datum: an integer of a given size and signedness,
@@ -30,6 +34,9 @@ type Value struct {
 	Str string
 	// Float is the number, for a FloatValue.
 	Float float64
+	// Frames are a stack's frames, innermost first, as text
+	// (vmlinux`do_sys_openat2+0x5a), for a StackValue.
+	Frames []string
 }
 
 // Int returns a signed 64-bit integer value.
@@ -46,6 +53,9 @@ func Sized(bits uint64, size int, signed bool) Value {
 
 // Str returns a string value.
 func Str(s string) Value { return Value{Kind: StringValue, Str: s} }
+
+// Stack returns a stack value.
+func Stack(frames []string) Value { return Value{Kind: StackValue, Frames: frames} }
 
 // Float returns a floating-point value.
 func Float(f float64) Value { return Value{Kind: FloatValue, Float: f} }
@@ -92,6 +102,8 @@ func (v Value) String() string {
 		return v.Str
 	case FloatValue:
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	case StackValue:
+		return strings.Join(v.Frames, "\n")
 	}
 	if v.Signed {
 		return strconv.FormatInt(v.Int64(), 10)

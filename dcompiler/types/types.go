@@ -15,6 +15,7 @@ const (
 	String
 	Struct // a kernel struct or union (BTF holds its layout)
 	Array  // an array of Len elements of Elem
+	Stack  // stack( ) or ustack( ): Len program counters (User says whose)
 )
 
 // Type is a D type. Integers and pointers live in 64-bit registers; Size
@@ -27,6 +28,7 @@ type Type struct {
 	Elem   *Type  // pointed-to type, for pointers; element type, for arrays
 	Len    int    // elements, for arrays
 	BTF    any    // the kernel type (a *btf.Struct or *btf.Union), for structs
+	User   bool   // a user stack, for stacks
 }
 
 // Common types.
@@ -46,6 +48,24 @@ var (
 
 // StringT returns the string type of a buffer of size bytes.
 func StringT(size int) *Type { return &Type{Kind: String, Size: size, Name: "string"} }
+
+// StackT returns the type of a stack of up to frames program counters:
+// in memory, a u64 header (the count of counters recorded, and for a user
+// stack the process id in the high 32 bits, to find its symbols by) and
+// then the counters. A kernel stack has room for StackSlack more: the walk
+// starts in the tracing code that ran the probe, which the consumer leaves
+// out.
+func StackT(frames int, user bool) *Type {
+	name, room := "stack", frames+StackSlack
+	if user {
+		name, room = "ustack", frames
+	}
+	return &Type{Kind: Stack, Size: 8 * (room + 1), Len: frames, Name: name, User: user}
+}
+
+// StackSlack is how many frames of tracing code a kernel stack may start
+// with.
+const StackSlack = 8
 
 func (t *Type) String() string { return t.Name }
 

@@ -168,6 +168,8 @@ func (a *Aggregation) key(k printf.Value) string {
 		return Bytes(buf, 50)
 	case printf.FloatValue:
 		return " " + padLeft(strconv.FormatFloat(k.Float, 'g', -1, 64), 16)
+	case printf.StackValue:
+		return Stack(k.Frames)
 	}
 	switch k.Size {
 	case 1:

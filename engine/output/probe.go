@@ -3,7 +3,10 @@
 
 package output
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // ProbeHeader returns the heading printed once, before the first probe line
 // ("%3s %6s %32s\n" of CPU, ID and FUNCTION:NAME).
@@ -47,4 +50,29 @@ func ListHeader() string {
 func ListLine(id int, provider, module, function, name string) string {
 	return padLeft(strconv.Itoa(id), 5) + " " + padLeft(provider, 10) + " " + padLeft(module, 17) + " " +
 		padLeft(function, 33) + " " + name + "\n"
+}
+
+// ListAttrs returns what dtrace -lv prints after a probe's line: its
+// stability attributes and those of its arguments, each as a name, data
+// and class, then its argument types ("None" when it has none), then an
+// empty line.
+func ListAttrs(probe, args [3]string, types []string) string {
+	var b strings.Builder
+	attrs := func(title string, a [3]string) {
+		b.WriteString("\n\t" + title + "\n")
+		b.WriteString("\t\tIdentifier Names: " + a[0] + "\n")
+		b.WriteString("\t\tData Semantics:   " + a[1] + "\n")
+		b.WriteString("\t\tDependency Class: " + a[2] + "\n")
+	}
+	attrs("Probe Description Attributes", probe)
+	attrs("Argument Attributes", args)
+	b.WriteString("\n\tArgument Types\n")
+	for _, t := range types {
+		b.WriteString("\t\t" + t + "\n")
+	}
+	if len(types) == 0 {
+		b.WriteString("\t\tNone\n")
+	}
+	b.WriteString("\n")
+	return b.String()
 }

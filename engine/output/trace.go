@@ -125,3 +125,19 @@ func RawBytes(buf []byte) string {
 	}
 	return b.String()
 }
+
+// StackIndent is how far dtrace(1) indents each frame of a stack.
+const StackIndent = 14
+
+// Stack is a stack as stack( ) and stack-keyed aggregations print it: a
+// newline, then each frame on a line of its own, indented.
+func Stack(frames []string) string {
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, f := range frames {
+		b.WriteString(strings.Repeat(" ", StackIndent))
+		b.WriteString(f)
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -119,12 +119,14 @@ func (h *Host) compile(th *starlark.Thread, src string, dargs *starlark.List, op
 		n, _ := engine.ParseSize(opts[name], def)
 		return int(n)
 	}
+	cpu, onCPU := engine.ParseCPU(opts["cpu"])
 	p, err := dcompiler.Compile([]*source.File{f}, dcompiler.Options{
-		Providers: h.Registry, Macros: macros,
+		Providers: h.Registry, Macros: macros, OnCPU: onCPU, CPU: cpu,
 		StrSize: size("strsize", 256), BufSize: size("bufsize", 4<<20),
 		AggSize: size("aggsize", 4<<20), DynVarSize: size("dynvarsize", 1<<20),
 		AllowZero: engine.OptionSet(opts, "zdefs"), DefaultArgs: engine.OptionSet(opts, "defaultargs"), ArgRef: engine.OptionSet(opts, "argref"),
 		Destructive: engine.OptionSet(opts, "destructive"),
+		StackFrames: size("stackframes", 0), UStackFrames: size("ustackframes", 0),
 	})
 	if err != nil {
 		return nil, dError(err)

@@ -68,6 +68,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 		case "quiet":
 			s.quiet = bool(kv[1].Truth())
 			opts.Quiet = s.quiet
+		case "cpu":
+			opts.CPU, opts.OnCPU = engine.ParseCPU(val)
 		case "switchrate":
 			d, err := duration(kv[1])
 			if err != nil {

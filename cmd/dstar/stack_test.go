@@ -1,0 +1,67 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
+)
+
+// TestKernelStack: stack() at a system call's entry prints the kernel's
+// stack from where the probe fired (not dstar's own program) down to the
+// system call entry point, one frame to a line, indented as dtrace does.
+func TestKernelStack(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-c", "cat /dev/null", "-n",
+		`syscall::openat:entry /pid == $target/ { stack(); stack(2); exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// The probe line, then the full stack, then the two-frame one.
+	re := regexp.MustCompile("(?m)^ +\\d+ +\\d+ +openat:entry \n" +
+		"((?: {14}vmlinux`[\\w.]+(?:\\+0x[0-9a-f]+)?\n)+)\n" +
+		"( {14}vmlinux`[\\w.]+(?:\\+0x[0-9a-f]+)?\n {14}vmlinux`[\\w.]+(?:\\+0x[0-9a-f]+)?\n)\n")
+	m := re.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	full := m[1]
+	if !strings.Contains(full, "`entry_SYSCALL_64") || !strings.Contains(full, "`do_syscall_64+0x") {
+		t.Errorf("no system call entry in the stack:\n%s", full)
+	}
+	if strings.Contains(full, "bpf") {
+		t.Errorf("the stack starts in the tracing code:\n%s", full)
+	}
+	if !strings.HasPrefix(full, m[2]) {
+		t.Errorf("stack(2) is not the first two frames of stack():\n%s\nvs\n%s", m[2], full)
+	}
+}
+
+// TestStackKey: stacks as aggregation keys, printed as dtrace prints
+// them: each stack after an empty line, then the count on a line of its
+// own.
+func TestStackKey(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null /dev/null /dev/null", "-n",
+		`syscall::openat:entry /pid == $target/ { @[stack()] = count(); @n = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	re := regexp.MustCompile("\n\n((?: {14}vmlinux`[\\w.]+(?:\\+0x[0-9a-f]+)?\n)+) +(\\d+)\n")
+	ms := re.FindAllStringSubmatch(r.stdout, -1)
+	if len(ms) == 0 {
+		t.Fatalf("no stack-keyed rows:\n%s", r.stdout)
+	}
+	total := 0
+	for _, m := range ms {
+		n, _ := strconv.Atoi(m[2])
+		total += n
+	}
+	want := regexp.MustCompile(`(?m)^ +(\d+)$`).FindAllStringSubmatch(r.stdout, -1)
+	if len(want) == 0 || want[len(want)-1][1] != strconv.Itoa(total) {
+		t.Errorf("stack rows add to %d; stdout:\n%s", total, r.stdout)
+	}
+}

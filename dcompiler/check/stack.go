@@ -1,0 +1,55 @@
+package check
+
+import (
+	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
+)
+
+// maxFrames is the deepest stack the kernel's stack walker gives
+// (kernel.perf_event_max_stack's default).
+const maxFrames = 127
+
+// allowStack notes that x, if it is a stack( ) or ustack( ) call, stands
+// where a stack may: as a statement (the action) or an aggregation key.
+func (in *Info) allowStack(x ast.Expr) {
+	if c, ok := x.(*ast.Call); ok && (c.Fn == "stack" || c.Fn == "ustack") {
+		if in.stackOK == nil {
+			in.stackOK = map[*ast.Call]bool{}
+		}
+		in.stackOK[c] = true
+	}
+}
+
+// stackType checks stack([frames]) and ustack([frames[, strsize]]).
+func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
+	user := e.Fn == "ustack"
+	most := 1
+	frames := in.Opts.StackFrames
+	if user {
+		most, frames = 2, in.Opts.UStackFrames
+	}
+	if frames <= 0 {
+		frames = 20
+	}
+	if len(e.Args) > most {
+		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, at most %d expected", e.Fn, len(e.Args), most)
+	}
+	for i, a := range e.Args {
+		n, ok := in.ConstInt(a)
+		if !ok || n <= 0 || (i == 0 && n > maxFrames) {
+			tag := map[string]string{"stack": "D_STACK_SIZE", "ustack": "D_USTACK_FRAMES"}[e.Fn]
+			if i == 1 {
+				tag = "D_USTACK_STRSIZE"
+			}
+			return nil, in.errorf(a.Start(), tag, "%s( ) argument #%d must be a non-zero positive integral constant expression", e.Fn, i+1)
+		}
+		if i == 0 {
+			frames = int(n)
+		}
+	}
+	frames = min(frames, maxFrames)
+	if !in.stackOK[e] {
+		return nil, in.errorf(e.Pos, "D_STACK_USE", "%s( ) may only be used as an action or as an aggregation key", e.Fn)
+	}
+	return types.StackT(frames, user), nil
+}

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers/ksym"
+)
+
+// stackFrames turns a recorded stack of type t (types.StackT's layout)
+// into at most t.Len frames of text, innermost first: kernel addresses
+// as module`function+0xoffset, anything unresolved as its address.
+func stackFrames(b []byte, t *types.Type) []string {
+	user := t.User
+	if len(b) < 8 {
+		return nil
+	}
+	hdr := ne.Uint64(b)
+	n := int(uint32(hdr))
+	if max := len(b)/8 - 1; n > max {
+		n = max
+	}
+	var kernel *ksym.Table
+	if !user {
+		kernel, _ = ksym.Kernel()
+	}
+	frames := make([]string, 0, n)
+	for i := 0; i < n && len(frames) < t.Len; i++ {
+		pc := ne.Uint64(b[8+8*i:])
+		if pc == 0 {
+			break
+		}
+		if kernel != nil {
+			if s, ok := kernel.Lookup(pc); ok {
+				// The walk starts in dstar's own program and the code
+				// that ran it; the stack the user asked for starts
+				// where the probe fired.
+				if len(frames) == 0 && tracing(s) {
+					continue
+				}
+				frames = append(frames, s.String())
+				continue
+			}
+		}
+		frames = append(frames, fmt.Sprintf("0x%x", pc))
+	}
+	return frames
+}
+
+// tracing reports whether s is in a BPF program or in the kernel code
+// that runs one for a tracepoint.
+func tracing(s ksym.Symbol) bool {
+	if s.Module == "bpf" {
+		return true
+	}
+	for _, p := range []string{"bpf_trace_run", "__bpf_trace_", "trace_call_bpf", "perf_trace_", "bpf_prog_"} {
+		if strings.HasPrefix(s.Func, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,174 @@
+// Package ksym turns kernel code addresses into symbols, as stack() and
+// func() print them: module`function+0xoffset, from /proc/kallsyms.
+package ksym
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// Symbol is where an address lies: in Func of Module, Offset bytes in.
+type Symbol struct {
+	Module string // "vmlinux" for the kernel itself
+	Func   string
+	Offset uint64
+}
+
+// String renders s as DTrace does: vmlinux`do_syscall_64+0x68, without
+// "+0x0" at a function's start.
+func (s Symbol) String() string {
+	if s.Offset == 0 {
+		return s.Module + "`" + s.Func
+	}
+	return fmt.Sprintf("%s`%s+0x%x", s.Module, s.Func, s.Offset)
+}
+
+// Table is the kernel's text symbols sorted by address.
+type Table struct {
+	addrs []uint64
+	funcs []string
+	mods  []string
+	all   []Func // every text symbol, in kallsyms order
+}
+
+// Func is a kernel function's name and module.
+type Func struct{ Name, Module string }
+
+// maxGap bounds how far past the last symbol an address may be and still
+// be taken as inside it.
+const maxGap = 1 << 20
+
+var (
+	loadOnce sync.Once
+	loaded   *Table
+	loadErr  error
+)
+
+// Kernel returns the running kernel's table, read once per process.
+func Kernel() (*Table, error) {
+	loadOnce.Do(func() {
+		f, err := os.Open("/proc/kallsyms")
+		if err != nil {
+			loadErr = err
+			return
+		}
+		defer f.Close()
+		// One large read: kallsyms is slow to read in small pieces.
+		loaded, loadErr = Parse(bufio.NewReaderSize(f, 1<<20))
+	})
+	return loaded, loadErr
+}
+
+// Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Only
+// code symbols (types t, T, w, W) are kept; zero addresses, which mean
+// the addresses are hidden, are listed by Functions but not looked up.
+func Parse(r io.Reader) (*Table, error) {
+	type sym struct {
+		addr   uint64
+		global bool
+		order  int
+		fn     string
+		mod    string
+	}
+	var syms []sym
+	mods := map[string]string{} // one string per module name
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 0; sc.Scan(); n++ {
+		line := sc.Bytes()
+		f := bytes.Fields(line)
+		if len(f) < 3 || len(f[1]) != 1 {
+			continue
+		}
+		switch f[1][0] {
+		case 't', 'T', 'w', 'W':
+		default:
+			continue
+		}
+		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
+		}
+		mod := "vmlinux"
+		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
+			name := string(f[3][1 : len(f[3])-1])
+			if m, ok := mods[name]; ok {
+				mod = m
+			} else {
+				mods[name] = name
+				mod = name
+			}
+		}
+		syms = append(syms, sym{addr, f[1][0] == 'T' || f[1][0] == 'W', n, string(f[2]), mod})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	t := &Table{all: make([]Func, len(syms))}
+	for i, s := range syms {
+		t.all[i] = Func{s.fn, s.mod}
+	}
+	// At one address, a global name is preferred to a local alias, then
+	// the one listed first.
+	sort.Slice(syms, func(i, j int) bool {
+		a, b := syms[i], syms[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		if a.global != b.global {
+			return a.global
+		}
+		return a.order < b.order
+	})
+	for i, s := range syms {
+		// Zero is a hidden address: the name is listed, not placed.
+		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr {
+			continue
+		}
+		t.addrs = append(t.addrs, s.addr)
+		t.funcs = append(t.funcs, s.fn)
+		t.mods = append(t.mods, s.mod)
+	}
+	return t, nil
+}
+
+// Functions returns every text symbol in kallsyms order (local ones with
+// the same name in several places more than once).
+func (t *Table) Functions() []Func { return t.all }
+
+// Len is the number of distinct symbol addresses.
+func (t *Table) Len() int { return len(t.addrs) }
+
+// Lookup finds the symbol containing addr (none when kallsyms hides the
+// addresses from this user).
+func (t *Table) Lookup(addr uint64) (Symbol, bool) {
+	i := sort.Search(len(t.addrs), func(i int) bool { return t.addrs[i] > addr }) - 1
+	if i < 0 {
+		return Symbol{}, false
+	}
+	off := addr - t.addrs[i]
+	// Past the last symbol of a module (or of the kernel), the address
+	// is in no function we know of.
+	last := i+1 == len(t.addrs) || t.mods[i+1] != t.mods[i]
+	if last && off >= maxGap {
+		return Symbol{}, false
+	}
+	return Symbol{Module: t.mods[i], Func: t.funcs[i], Offset: off}, true
+}
+
+// Address returns the address of function name (in any module), for
+// tests and for resolving names the user gives.
+func (t *Table) Address(name string) (uint64, bool) {
+	for i, f := range t.funcs {
+		if f == name {
+			return t.addrs[i], true
+		}
+	}
+	return 0, false
+}

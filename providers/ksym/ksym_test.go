@@ -1,0 +1,77 @@
+package ksym
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+const sample = `ffffffff81000000 T _text
+ffffffff81000000 t _stext_alias
+ffffffff81000100 T do_syscall_64
+ffffffff81000200 t helper
+0000000000000000 A fixed_percpu_data
+ffffffff81000300 D some_data
+ffffffffc0001000 t ext4_open	[ext4]
+ffffffffc0001080 T ext4_read	[ext4]
+`
+
+func TestParseLookup(t *testing.T) {
+	tab, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr uint64
+		want string
+	}{
+		{0xffffffff81000000, "vmlinux`_text"},
+		{0xffffffff81000168, "vmlinux`do_syscall_64+0x68"},
+		{0xffffffff81000201, "vmlinux`helper+0x1"},
+		{0xffffffffc0001010, "ext4`ext4_open+0x10"},
+		{0xffffffffc0001090, "ext4`ext4_read+0x10"},
+	} {
+		s, ok := tab.Lookup(c.addr)
+		if !ok || s.String() != c.want {
+			t.Errorf("Lookup(%#x) = %v %v, want %s", c.addr, s, ok, c.want)
+		}
+	}
+	for _, addr := range []uint64{0x1000, 0xffffffffc0001080 + maxGap} {
+		if s, ok := tab.Lookup(addr); ok {
+			t.Errorf("Lookup(%#x) = %v, want nothing", addr, s)
+		}
+	}
+}
+
+// TestKernel resolves the running kernel's own functions back to their
+// names.
+func TestKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("kallsyms hides addresses from non-root users")
+	}
+	tab, err := Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"do_syscall_64", "schedule"} {
+		addr, ok := tab.Address(fn)
+		if !ok {
+			t.Fatalf("no %s in kallsyms", fn)
+		}
+		if s, ok := tab.Lookup(addr + 3); !ok || s.String() != "vmlinux`"+fn+"+0x3" {
+			t.Errorf("Lookup(%s+3) = %v", fn, s)
+		}
+	}
+}
+
+func BenchmarkKernelParse(b *testing.B) {
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		b.Skip(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Parse(strings.NewReader(string(data))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
