@@ -24,6 +24,11 @@ func Stability(provider string) (probe, args Attr) {
 	case "syscall":
 		return Attr{"Evolving", "Evolving", "Common"}, Attr{"Private", "Private", "ISA"}
 	}
+	if _, ok := pidOf(provider); ok {
+		// What a process's functions are and take is its own business.
+		u := Attr{"Private", "Private", "Unknown"}
+		return u, u
+	}
 	return Attr{"Private", "Private", "Unknown"}, Attr{"Private", "Private", "ISA"}
 }
 
