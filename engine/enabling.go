@@ -160,12 +160,20 @@ func (e *Enabling) ProgramIDs() []ebpf.ProgramID {
 
 // attach attaches every probe but BEGIN, END and ERROR (which are fired,
 // not attached). The programs stay gated off until BEGIN has run.
+//
+// A user-space probe whose instruction the kernel refuses to probe is
+// skipped with a warning, so that a glob over a library's functions still
+// traces the rest.
 func (e *Enabling) attach() error {
 	for i, p := range e.Prog.Code.Programs {
 		if p.Probe.Provider == "dtrace" || p.TailOf != "" {
 			continue
 		}
 		l, err := e.reg.AttachWith(p.Probe, e.progs[i], providers.AttachOptions{OnCPU: e.s.opts.OnCPU, CPU: e.s.opts.CPU})
+		if errors.Is(err, providers.ErrUnprobeable) {
+			e.s.warnf("warning: %s not enabled: %v", p.Probe, err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("cannot enable %s: %w", p.Probe, err)
 		}

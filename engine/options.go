@@ -40,7 +40,7 @@ var options = map[string]optionKind{
 	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
-	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optUnsupported,
+	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optAny,
 	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
@@ -81,6 +81,9 @@ func CheckOption(name, value string) error {
 		}
 	case optAny:
 		if name == "outputformat" && value != "text" && value != "json" {
+			return bad
+		}
+		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {
 			return bad
 		}
 	}

@@ -124,7 +124,7 @@ func (h *harness) program(typ ebpf.ProgramType, prov Provider, pr *Probe, post .
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(skip),
 		asm.Return(),
 	)
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "test", Type: typ, Instructions: insns, License: "GPL"})
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "test", Type: typ, AttachType: pr.AttachType, Instructions: insns, License: "GPL"})
 	if err != nil {
 		h.t.Fatalf("loading program for %s: %v\n%v", pr, err, insns)
 	}

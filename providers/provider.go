@@ -71,6 +71,9 @@ type Probe struct {
 	// AttachTo names the kernel function or event a program of type
 	// Tracing is verified against (tp_btf, fentry); empty for others.
 	AttachTo string
+	// UserRegs says the program's context is the traced thread's user
+	// registers, a struct pt_regs (uprobes): uregs[i] reads word i of it.
+	UserRegs bool
 
 	// Private is the provider's own data (tracepoint group and event,
 	// syscall number, timer period, ...). Only the provider reads it.

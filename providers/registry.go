@@ -8,7 +8,9 @@ import (
 // Registry holds the providers in a fixed order, which is also the order of
 // probe IDs: dtrace (1-3), profile (its listed set), syscall (by name, entry
 // before return), sdt (by group and event), proc, sched and io, rawtp (by
-// group and event), fbt (by kallsyms). The IDs are the same for
+// group and event), fbt (by kallsyms), then pid, whose probes are made for
+// a process when a description names it. The IDs of listed probes are the
+// same for
 // `dstar -l` and for a run on the same kernel.
 type Registry struct {
 	providers []Provider
@@ -53,16 +55,31 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		return first + n, err
 	})
 	ps := append([]Provider{DTrace{}, NewProfile(profileFirst), sys, sdt}, stable...)
-	return NewRegistry(append(ps, rawtp, fbt)...)
+	return NewRegistry(append(ps, rawtp, fbt, NewPid())...)
 })
 
 // Providers returns the providers in order.
 func (r *Registry) Providers() []Provider { return r.providers }
 
-// Lookup returns the provider called name, or nil.
+// Instancer is implemented by providers whose probes' provider field names
+// an instance of them rather than the provider itself: the pid provider's
+// probes are pid1234:..., one instance per process.
+type Instancer interface {
+	// Instance reports whether provider (a probe's provider field, never
+	// a glob) is an instance of this provider.
+	Instance(provider string) bool
+}
+
+// Lookup returns the provider called name, or whose instance name is,
+// or nil.
 func (r *Registry) Lookup(name string) Provider {
 	for _, p := range r.providers {
 		if p.Name() == name {
+			return p
+		}
+	}
+	for _, p := range r.providers {
+		if in, ok := p.(Instancer); ok && in.Instance(name) {
 			return p
 		}
 	}
@@ -91,7 +108,7 @@ func (r *Registry) List(d Desc) ([]*Probe, error) { return r.collect(d, true) }
 func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
 	var out []*Probe
 	for _, p := range r.providers {
-		if !fieldMatch(d.Provider, p.Name()) {
+		if !fieldMatch(d.Provider, p.Name()) && !isInstance(p, d.Provider) {
 			continue
 		}
 		if isDTraceName(d) && p.Name() != "dtrace" {
@@ -110,4 +127,10 @@ func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
 		out = append(out, ps...)
 	}
 	return out, nil
+}
+
+// isInstance reports whether provider field f names an instance of p.
+func isInstance(p Provider, f string) bool {
+	in, ok := p.(Instancer)
+	return ok && in.Instance(f)
 }

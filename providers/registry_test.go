@@ -70,11 +70,19 @@ func TestRegistryLookup(t *testing.T) {
 	for _, p := range r.Providers() {
 		names = append(names, p.Name())
 	}
-	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,proc,sched,io,rawtp,fbt" {
+	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,proc,sched,io,rawtp,fbt,pid" {
 		t.Errorf("providers: %s", got)
 	}
 	if p, err := r.ProviderOf(dtraceProbes[0]); err != nil || p.Name() != "dtrace" {
 		t.Errorf("ProviderOf(BEGIN) = %v, %v", p, err)
+	}
+	if p, err := r.ProviderOf(&Probe{Provider: "pid123"}); err != nil || p.Name() != "pid" {
+		t.Errorf("ProviderOf(pid123 probe) = %v, %v", p, err)
+	}
+	for _, name := range []string{"pid", "pid12x", "pidfoo", "pid0"} {
+		if p := r.Lookup(name); name != "pid" && p != nil {
+			t.Errorf("Lookup(%q) = %v", name, p.Name())
+		}
 	}
 	if _, err := r.ProviderOf(&Probe{Provider: "nosuch"}); err == nil {
 		t.Error("ProviderOf(nosuch probe): no error")

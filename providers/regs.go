@@ -27,4 +27,25 @@ type regsLayout struct {
 	// value (kprobes on function entry and return).
 	callArgs []int16
 	ret      int16
+	// goArgs are the offsets of the first nine integer arguments of a Go
+	// function under Go's register ABI (ABIInternal, Go 1.17+).
+	goArgs [9]int16
+	// names are the D names of the registers uregs[] indexes (R_PC, ...),
+	// each with its offset in pt_regs divided by 8, which is its index.
+	names map[string]int
+}
+
+// UserRegNames returns the D names of the registers uregs[] indexes
+// (R_PC, R_SP, R_FP, R_R0, ... and the architecture's own names) with
+// their indexes: word i of struct pt_regs is uregs[i].
+func UserRegNames() map[string]int { return regs.names }
+
+// NumUserRegs is how many words uregs[] has (the size of pt_regs in
+// u64s): 0 where the layout is unknown.
+func NumUserRegs() int {
+	n := 0
+	for _, i := range regs.names {
+		n = max(n, i+1)
+	}
+	return n
 }

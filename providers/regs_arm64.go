@@ -1,5 +1,7 @@
 package providers
 
+import "strconv"
+
 // The arm64 struct pt_regs: regs[31], sp, pc, pstate, orig_x0, s32
 // syscallno, ... (8 bytes each but syscallno). Perf-event programs see the
 // user_pt_regs prefix (regs, sp, pc, pstate), which is the same.
@@ -15,4 +17,17 @@ var regs = regsLayout{
 	// C ABI: x0-x7; the return value in x0.
 	callArgs: []int16{0, 8, 16, 24, 32, 40, 48, 56},
 	ret:      0,
+	// Go: x0-x8.
+	goArgs: [9]int16{0, 8, 16, 24, 32, 40, 48, 56, 64},
+	names:  arm64RegNames(),
+}
+
+// arm64RegNames names x0-x30 (R_X0...), sp, pc and pstate, and the
+// machine-independent R_PC, R_SP, R_FP, R_PS, R_R0 and R_R1.
+func arm64RegNames() map[string]int {
+	m := map[string]int{"R_SP": 31, "R_PC": 32, "R_PS": 33, "R_FP": 29, "R_R0": 0, "R_R1": 1}
+	for i := 0; i <= 30; i++ {
+		m["R_X"+strconv.Itoa(i)] = i
+	}
+	return m
 }

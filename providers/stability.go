@@ -29,6 +29,11 @@ func Stability(provider string) (probe, args Attr) {
 		s := Attr{"Evolving", "Evolving", "ISA"}
 		return s, s
 	}
+	if _, ok := pidOf(provider); ok {
+		// What a process's functions are and take is its own business.
+		u := Attr{"Private", "Private", "Unknown"}
+		return u, u
+	}
 	return Attr{"Private", "Private", "Unknown"}, Attr{"Private", "Private", "ISA"}
 }
 

@@ -8,20 +8,24 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 	"golang.org/x/sys/unix"
 )
 
-// child is a process started with -c: it is held stopped at its first
-// instruction (ptrace stops it at exec) until every probe is attached, so
-// that no early event is missed.
+// child is a process started with -c: it is held stopped (by ptrace) at
+// exec, or further on (advance), until every probe is attached, so that no
+// event of the program's is missed.
 type child struct {
 	cmd    *exec.Cmd
+	line   string        // the command line, for messages
 	exited chan struct{} // closed once state is set
 	state  *os.ProcessState
 }
 
 // startHeld starts command line cmdline (run by the shell, as dtrace(1)
-// does with -c) stopped at exec.
+// does with -c) and holds it at exec, before the dynamic linker runs, so
+// that its very first system call can be traced. advance moves it on.
 func startHeld(cmdline string) (*child, error) {
 	// The tracer of a ptraced child is the thread that forked it; lock it
 	// until the child is released.
@@ -50,7 +54,29 @@ func startHeld(cmdline string) (*child, error) {
 			unix.PtraceCont(pid, 0)
 		}
 	}
-	return &child{cmd: cmd, exited: make(chan struct{})}, nil
+	return &child{cmd: cmd, line: cmdline, exited: make(chan struct{})}, nil
+}
+
+// advance runs a child held at exec on to where evaltime (DTrace's option)
+// says, and holds it there: "exec" leaves it; "preinit" stops it at its
+// executable's entry point, its shared libraries mapped, so that pid
+// probes on them can be found; "postinit" and "main" stop it at main,
+// every initialiser run. It works on amd64 only: elsewhere the child stays
+// at exec, where only its executable's probes can be found. After an error
+// the child can only be killed.
+func (c *child) advance(evaltime string) error {
+	if evaltime == "exec" || runtime.GOARCH != "amd64" {
+		return nil
+	}
+	pid := c.cmd.Process.Pid
+	err := runToEntry(pid)
+	if err == nil && (evaltime == "postinit" || evaltime == "main") {
+		err = runToMain(pid)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to hold %s at %s: %v", c.line, evaltime, err)
+	}
+	return nil
 }
 
 // release lets the held child run and watches for its exit.
@@ -93,6 +119,9 @@ func watchPid(pid int) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
+		if err == unix.ESRCH {
+			return nil, fmt.Errorf("failed to grab pid %d: No such process", pid) // dtrace(1)'s words
+		}
 		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
 	}
 	go func() {
@@ -107,4 +136,35 @@ func watchPid(pid int) (<-chan struct{}, error) {
 		}
 	}()
 	return done, nil
+}
+
+// mainAddress returns the run-time address of the main function of process
+// pid's executable, from its symbols and mappings.
+func mainAddress(pid int) (uint64, error) {
+	exe, err := procmaps.Executable(pid)
+	if err != nil {
+		return 0, err
+	}
+	f, err := elfsym.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return 0, err
+	}
+	s, ok := f.Lookup("main")
+	if !ok {
+		return 0, fmt.Errorf("%s has no function main", exe)
+	}
+	off, err := f.FileOffset(s.Value)
+	if err != nil {
+		return 0, err
+	}
+	ms, err := procmaps.Read(pid)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		if m.Path == exe && m.Exec() && m.Offset <= off && off < m.Offset+(m.End-m.Start) {
+			return m.Start + off - m.Offset, nil
+		}
+	}
+	return 0, fmt.Errorf("main of %s is not mapped", exe)
 }

@@ -193,7 +193,29 @@ func (t *tracer) run() int {
 		t.errorf("%v", err)
 		return exitError
 	}
+	// -x evaltime says where -c commands are held while probes are found
+	// and attached. By default they stay at exec, so that their first
+	// system call is seen, unless the program uses the pid provider: its
+	// probes on shared libraries need the libraries mapped, so the
+	// commands go on to their entry points (evaltime=preinit) and the
+	// program is compiled again.
+	evaltime := t.opts["evaltime"]
+	if evaltime != "" {
+		if err := advanceAll(kids, evaltime); err != nil {
+			killKids()
+			t.errorf("%v", err)
+			return exitError
+		}
+	}
 	prog, err := t.compile(target)
+	if evaltime == "" && len(kids) > 0 && t.usesPid(prog, err) {
+		if err := advanceAll(kids, "preinit"); err != nil {
+			killKids()
+			t.errorf("%v", err)
+			return exitError
+		}
+		prog, err = t.compile(target)
+	}
 	if err != nil {
 		killKids()
 		t.compileError(err)
@@ -379,11 +401,42 @@ func (t *tracer) specifierOf(f *dsource.File) string {
 
 // list prints the probes the descriptions match, or all, as dtrace -l.
 func (t *tracer) list() int {
+	// -c and -p give $target, as when tracing: pid probes are listed
+	// only for a process. A -c command is never let run.
+	target := 0
+	if len(t.cfg.pids) > 0 {
+		target = t.cfg.pids[0]
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", target)); err != nil {
+			t.errorf("failed to grab pid %d: No such process", target)
+			return exitError
+		}
+	}
+	if len(t.cfg.cmds) > 0 {
+		// Held past exec (unless -x evaltime=exec), its libraries' pid
+		// probes can be listed.
+		k, err := startHeld(t.cfg.cmds[0])
+		if err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
+		defer k.kill()
+		et := evaltime(t.cfg.xopts)
+		if et == "" {
+			et = "preinit"
+		}
+		if err := k.advance(et); err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
+		if target == 0 {
+			target = k.cmd.Process.Pid
+		}
+	}
 	var descs []providers.Desc
 	for i, s := range t.cfg.sources {
 		if s.kind == 's' {
 			// A script lists what its clauses match.
-			prog, err := t.compile(0)
+			prog, err := t.compile(target)
 			if err != nil {
 				t.compileError(err)
 				return exitError
@@ -396,6 +449,8 @@ func (t *tracer) list() int {
 		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
 			text = text[:j]
 		}
+		// As when compiling, $target is 0 without -c or -p.
+		text = strings.ReplaceAll(text, "$target", strconv.Itoa(target))
 		d, err := providers.ParseDesc(text)
 		if err != nil {
 			t.errorf("invalid probe specifier %s: %v", s.text, err)
@@ -514,4 +569,51 @@ func aggSort(opts map[string]string) output.SortOptions {
 		KeyPos:  pos,
 		AggPos:  agg,
 	}
+}
+
+// evaltime is the -x evaltime option, for listing (which reads no other
+// options).
+func evaltime(xopts [][2]string) string {
+	v := ""
+	for _, x := range xopts {
+		if x[0] == "evaltime" {
+			v = x[1]
+		}
+	}
+	return v
+}
+
+// advanceAll runs every held -c command on to evaltime.
+func advanceAll(kids []*child, evaltime string) error {
+	for _, k := range kids {
+		if err := k.advance(evaltime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usesPid reports whether a compiled program (or the error compiling it)
+// involves pid probes: a probe of a pidNNN provider, or a pid description
+// that matched nothing (perhaps only because the libraries it names are
+// not mapped yet).
+func (t *tracer) usesPid(prog *dcompiler.Program, err error) bool {
+	isPid := func(provider string) bool {
+		p := t.reg.Lookup(provider)
+		return p != nil && p.Name() == "pid"
+	}
+	var nm *check.NoMatchError
+	if errors.As(err, &nm) {
+		d, perr := providers.ParseDesc(nm.Desc)
+		return perr == nil && isPid(d.Provider)
+	}
+	if err != nil {
+		return false
+	}
+	for _, p := range prog.Probes() {
+		if isPid(p.Provider) {
+			return true
+		}
+	}
+	return false
 }

@@ -128,6 +128,10 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
 	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
+	// The register names uregs[] takes, as DTrace's regs.d defines them.
+	for name, v := range providers.UserRegNames() {
+		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: uint64(v), Text: strconv.Itoa(v)}}
+	}
 	for _, pr := range prog.Pragmas {
 		in.file = pr.File
 		if err := in.pragma(pr); err != nil {

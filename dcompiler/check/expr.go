@@ -775,6 +775,9 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
 		return in.argsIndex(e, env)
 	}
+	if id, ok := e.X.(*ast.Ident); ok && id.Name == "uregs" {
+		return in.uregsIndex(e, env)
+	}
 	if f, elem := in.ArrayField(e, env); f != nil {
 		if len(e.Keys) != 1 {
 			return nil, in.errorf(e.Pos, "D_IDX_ARGS", "args->%s takes one index", f.Name)
@@ -1303,4 +1306,27 @@ func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 		return in.errorf(e.Args[i].Start(), "D_"+strings.ToUpper(e.Fn)+"_SIZE", "%s( ) argument #%d must be from 1 to %d", e.Fn, i+1, MaxScratch)
 	}
 	return nil
+}
+
+// uregsIndex types uregs[i], a user register of the thread that fired the
+// probe: only probes whose context holds the user registers (pid) have
+// them.
+func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
+	if len(e.Keys) != 1 {
+		return nil, in.errorf(e.Pos, "D_IDX_ARGS", "uregs[ ] takes one index")
+	}
+	t, err := in.TypeOf(e.Keys[0], env)
+	if err != nil {
+		return nil, err
+	}
+	if !t.IsInt() {
+		return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of uregs[ ] must be an integer")
+	}
+	if env.Probe != nil && !env.Probe.UserRegs {
+		return nil, in.errorf(e.Pos, "D_UREGS_PROBE", "uregs[ ] is not available on %s: only pid probes see the user registers in this version", env.Probe)
+	}
+	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= providers.NumUserRegs()) {
+		return nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for uregs[ ]", i)
+	}
+	return types.Uint64T, nil
 }

@@ -66,7 +66,7 @@ func isReserved(name string) bool {
 	if _, ok := aggFuncs[name]; ok {
 		return true
 	}
-	return isAction(name) || name == "self" || name == "this" || name == "args"
+	return isAction(name) || name == "self" || name == "this" || name == "args" || name == "uregs"
 }
 
 // scopeName is how DTrace names a reference in messages.

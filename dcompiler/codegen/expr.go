@@ -103,6 +103,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 			}
 			return nil
 		}
+		if id, ok := e.X.(*ast.Ident); ok && id.Name == "uregs" {
+			return pg.uregs(e)
+		}
 		if f, _ := pg.in.ArrayField(e, pg.env); f != nil {
 			return pg.arrayElem(e, f, t)
 		}
@@ -583,4 +586,33 @@ func unparenMember(e ast.Expr) *ast.Member {
 			return nil
 		}
 	}
+}
+
+// uregs loads uregs[i], word i of the user registers that are the
+// program's context (the checker allows uregs only on such probes). A
+// context is read only at constant offsets, so a computed index picks
+// its word by comparison; an index out of range reads 0.
+func (pg *probeGen) uregs(e *ast.Index) error {
+	if !pg.probe.UserRegs {
+		return pg.errorf(e.Pos, "uregs[ ] is not available on %s", pg.probe)
+	}
+	n := providers.NumUserRegs()
+	if i, ok := pg.in.ConstInt(e.Keys[0]); ok {
+		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord))
+		return nil
+	}
+	if err := pg.expr(e.Keys[0]); err != nil {
+		return err
+	}
+	done := pg.newLabel("uregs_done")
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R0, 0))
+	for i := 0; i < n; i++ {
+		next := pg.newLabel("uregs_next")
+		pg.emit(asm.JNE.Imm(asm.R1, int32(i), next),
+			asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord),
+			asm.Ja.Label(done))
+		pg.label(next)
+	}
+	pg.label(done)
+	return nil
 }

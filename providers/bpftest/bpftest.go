@@ -57,3 +57,51 @@ func MainWithDstar(m *testing.M, pkg string, bin *string) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// BuildC compiles the C program src with gcc and flags into dir/name and
+// returns its path. Without gcc the test skips — or fails with
+// DSTAR_REQUIRE_BPF=1 (.ci/run installs gcc).
+func BuildC(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		Skip(t, "gcc is not installed: it builds the programs user-space probes are tested on (apt-get install gcc)")
+	}
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	args := append(append([]string{}, flags...), "-o", out, c)
+	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	return out
+}
+
+// BuildGo builds the Go program src (one main package, no dependencies)
+// with the go command and flags into dir/name and returns its path.
+func BuildGo(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		Skip(t, "the go command is not in PATH")
+	}
+	pkg := filepath.Join(dir, name+"-src")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pkg, "go.mod"), []byte("module example.com/"+name+"\n\ngo 1.21\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(pkg, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	args := append(append([]string{"build"}, flags...), "-o", out, ".")
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir = pkg
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %v: %v\n%s", args, err, b)
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+// Package elfsym reads the function symbols of ELF executables and shared
+// libraries, for placing uprobes (the pid provider, USDT) and for naming
+// user-space addresses (stack symbolisation).
+//
+// Symbols come from .symtab and .dynsym; a Go binary stripped of .symtab
+// (go build -ldflags=-s) still has its function table in .gopclntab, which
+// is read instead. Parsed files are cached per path, device, inode, size and
+// modification time, so a file is read once however many probes or stacks
+// need it, and a rebuilt file is read again.
+//
+// Addresses in a Symbol are the ELF's virtual addresses (st_value), as the
+// linker assigned them, not run-time addresses: for a PIE or a shared
+// library the two differ by the load bias. FileOffset turns one into the
+// file offset a uprobe wants; Address is the inverse, for turning a
+// run-time address (via its mapping's file offset) back into a symbol.
+package elfsym
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+// Source says which table a symbol came from.
+type Source uint8
+
+const (
+	SymTab    Source = iota // .symtab
+	DynSym                  // .dynsym
+	GoPCLNTab               // .gopclntab (Go binaries without .symtab)
+)
+
+func (s Source) String() string {
+	switch s {
+	case SymTab:
+		return ".symtab"
+	case DynSym:
+		return ".dynsym"
+	case GoPCLNTab:
+		return ".gopclntab"
+	}
+	return "?"
+}
+
+// Symbol is a function defined in the file.
+type Symbol struct {
+	Name   string
+	Value  uint64 // virtual address (st_value)
+	Size   uint64 // bytes; 0 when the table does not say
+	Global bool   // global or weak binding (not local)
+	Source Source
+}
+
+// Contains reports whether virtual address addr is within the symbol.
+func (s Symbol) Contains(addr uint64) bool {
+	return s.Value <= addr && (addr < s.Value+s.Size || s.Size == 0 && addr == s.Value)
+}
+
+// File is the parsed symbol table of one ELF file. It is immutable and safe
+// for concurrent use.
+type File struct {
+	Path string
+	Type elf.Type    // ET_EXEC (non-PIE executable) or ET_DYN (PIE or library)
+	Go   bool        // the file has a .gopclntab: a Go binary
+	Sym  SymbolState // whether it has .symtab
+
+	syms   []Symbol // by address, then name
+	byName map[string]int
+	loads  []elf.ProgHeader // PT_LOAD headers
+}
+
+// SymbolState says how complete a file's symbols are.
+type SymbolState uint8
+
+const (
+	// Full: the file has .symtab, every function is named.
+	Full SymbolState = iota
+	// DynamicOnly: stripped of .symtab; only exported (.dynsym) functions,
+	// or, for Go, the .gopclntab functions, are named.
+	DynamicOnly
+	// None: no function symbols at all.
+	None
+)
+
+// Stripped reports whether the file has no .symtab.
+func (f *File) Stripped() bool { return f.Sym != Full }
+
+// Symbols returns the file's functions in address order. The slice is
+// shared: do not modify it.
+func (f *File) Symbols() []Symbol { return f.syms }
+
+// Lookup returns the function called name (the first in address order when
+// several local functions share a name).
+func (f *File) Lookup(name string) (Symbol, bool) {
+	i, ok := f.byName[name]
+	if !ok {
+		return Symbol{}, false
+	}
+	return f.syms[i], true
+}
+
+// ByAddress returns the function containing virtual address addr,
+// preferring a global name when several name the same code.
+func (f *File) ByAddress(addr uint64) (Symbol, bool) {
+	// The symbols starting last at or before addr; aliases share a start.
+	i := sort.Search(len(f.syms), func(i int) bool { return f.syms[i].Value > addr }) - 1
+	var best Symbol
+	found := false
+	for j := i; j >= 0 && f.syms[j].Value == f.syms[i].Value; j-- {
+		if s := f.syms[j]; s.Contains(addr) && (!found || s.Global && !best.Global) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// FileOffset translates virtual address vaddr to its offset in the file,
+// through the PT_LOAD program header that maps it: what a uprobe is placed
+// by.
+func (f *File) FileOffset(vaddr uint64) (uint64, error) {
+	for _, p := range f.loads {
+		if p.Vaddr <= vaddr && vaddr < p.Vaddr+p.Filesz {
+			return vaddr - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: address %#x is in no loadable segment", f.Path, vaddr)
+}
+
+// Address translates file offset off back to a virtual address: for a
+// run-time address a in a mapping m, Address(m.FileOffset(a)) is the
+// address to look up with ByAddress.
+func (f *File) Address(off uint64) (uint64, error) {
+	for _, p := range f.loads {
+		if p.Off <= off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: file offset %#x is in no loadable segment", f.Path, off)
+}
+
+// cacheKey identifies one version of a file.
+type cacheKey struct {
+	path       string
+	dev, ino   uint64
+	size, mtim int64
+}
+
+var cache = struct {
+	sync.Mutex
+	files map[cacheKey]*File
+}{files: map[cacheKey]*File{}}
+
+// Open returns the symbols of the ELF file at path, parsing it on first use
+// and from the cache afterwards (until the file changes).
+func Open(path string) (*File, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	key := cacheKey{path, uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}
+	cache.Lock()
+	f := cache.files[key]
+	cache.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	f, err := parse(path)
+	if err != nil {
+		return nil, err
+	}
+	cache.Lock()
+	// Drop older versions of the same path: they are stale.
+	for k := range cache.files {
+		if k.path == path {
+			delete(cache.files, k)
+		}
+	}
+	cache.files[key] = f
+	cache.Unlock()
+	return f, nil
+}
+
+func parse(path string) (*File, error) {
+	ef, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
+	}
+	defer ef.Close()
+	f := &File{Path: path, Type: ef.Type, byName: map[string]int{}}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			f.loads = append(f.loads, p.ProgHeader)
+		}
+	}
+	f.Go = ef.Section(".gopclntab") != nil
+
+	type key struct {
+		name  string
+		value uint64
+	}
+	seen := map[key]bool{}
+	add := func(syms []elf.Symbol, src Source) {
+		for _, s := range syms {
+			t := elf.ST_TYPE(s.Info)
+			if t != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Name == "" {
+				continue
+			}
+			k := key{s.Name, s.Value}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			b := elf.ST_BIND(s.Info)
+			f.syms = append(f.syms, Symbol{
+				Name: s.Name, Value: s.Value, Size: s.Size,
+				Global: b == elf.STB_GLOBAL || b == elf.STB_WEAK, Source: src,
+			})
+		}
+	}
+	syms, err := ef.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("%s: reading .symtab: %w", path, err)
+	}
+	hasSymtab := err == nil
+	add(syms, SymTab)
+	dyn, err := ef.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, fmt.Errorf("%s: reading .dynsym: %w", path, err)
+	}
+	add(dyn, DynSym)
+	if !hasSymtab && f.Go {
+		gs, err := goFuncs(ef)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
+		}
+		for _, s := range gs {
+			k := key{s.Name, s.Value}
+			if !seen[k] {
+				seen[k] = true
+				f.syms = append(f.syms, s)
+			}
+		}
+	}
+	switch {
+	case hasSymtab:
+		f.Sym = Full
+	case len(f.syms) > 0:
+		f.Sym = DynamicOnly
+	default:
+		f.Sym = None
+	}
+	sort.SliceStable(f.syms, func(i, j int) bool {
+		a, b := f.syms[i], f.syms[j]
+		if a.Value != b.Value {
+			return a.Value < b.Value
+		}
+		return a.Name < b.Name
+	})
+	for i, s := range f.syms {
+		if _, dup := f.byName[s.Name]; !dup {
+			f.byName[s.Name] = i
+		}
+	}
+	return f, nil
+}
+
+// goFuncs reads the functions of a Go binary from its .gopclntab, which
+// survives -ldflags=-s.
+func goFuncs(ef *elf.File) ([]Symbol, error) {
+	sec := ef.Section(".gopclntab")
+	data, err := sec.Data()
+	if err != nil {
+		return nil, err
+	}
+	var text uint64
+	if t := ef.Section(".text"); t != nil {
+		text = t.Addr
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Symbol, 0, len(tab.Funcs))
+	for _, fn := range tab.Funcs {
+		if fn.Entry == 0 || fn.End <= fn.Entry {
+			continue
+		}
+		out = append(out, Symbol{Name: fn.Name, Value: fn.Entry, Size: fn.End - fn.Entry, Global: true, Source: GoPCLNTab})
+	}
+	return out, nil
+}
