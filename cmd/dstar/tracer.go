@@ -130,8 +130,8 @@ func (t *tracer) run() int {
 		return exitError
 	}
 	t.reg = providers.Default()
-	if t.cfg.list {
-		return t.list()
+	if t.cfg.list && len(t.cfg.cmds) == 0 && len(t.cfg.pids) == 0 {
+		return t.list(0)
 	}
 	t.opts = map[string]string{}
 	for _, x := range t.cfg.xopts {
@@ -168,6 +168,15 @@ func (t *tracer) run() int {
 			k.kill()
 		}
 	}
+	if t.cfg.list {
+		// With -c or -p, -l lists the targets' USDT probes too.
+		t.addTargets(targetPids, t.cfg.pids)
+		if target == 0 {
+			target = t.cfg.pids[0]
+		}
+		defer killKids()
+		return t.list(target)
+	}
 	for _, pid := range t.cfg.pids {
 		ch, err := watchPid(pid)
 		if err != nil {
@@ -181,6 +190,7 @@ func (t *tracer) run() int {
 			target = pid
 		}
 	}
+	t.addTargets(targetPids)
 
 	// Options set in the scripts shape the compilation; -x ones win.
 	for k, v := range dcompiler.PragmaOptions(t.files) {
@@ -357,12 +367,26 @@ func (t *tracer) specifierOf(f *dsource.File) string {
 }
 
 // list prints the probes the descriptions match, or all, as dtrace -l.
-func (t *tracer) list() int {
+// addTargets lets descriptions that name no process (usdt probes with a
+// glob or empty provider field) match the targets' probes.
+func (t *tracer) addTargets(pidLists ...[]int) {
+	u, ok := t.reg.Lookup("usdt").(*providers.USDT)
+	if !ok {
+		return
+	}
+	for _, pids := range pidLists {
+		for _, pid := range pids {
+			u.AddTarget(pid)
+		}
+	}
+}
+
+func (t *tracer) list(target int) int {
 	var descs []providers.Desc
 	for i, s := range t.cfg.sources {
 		if s.kind == 's' {
 			// A script lists what its clauses match.
-			prog, err := t.compile(0)
+			prog, err := t.compile(target)
 			if err != nil {
 				t.compileError(err)
 				return exitError
@@ -374,6 +398,9 @@ func (t *tracer) list() int {
 		text := descText(s)
 		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
 			text = text[:j]
+		}
+		if target != 0 {
+			text = strings.ReplaceAll(text, "$target", strconv.Itoa(target))
 		}
 		d, err := providers.ParseDesc(text)
 		if err != nil {

@@ -42,7 +42,7 @@ func Build(t testing.TB, dir, out string, srcs map[string]string, args ...string
 		}
 	}
 	sort.Strings(files)
-	cmd := exec.Command("gcc", append(append(args, "-o", out), files...)...)
+	cmd := exec.Command("gcc", append(append(files, args...), "-o", out)...) // libraries after sources
 	cmd.Dir = dir
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, b)
