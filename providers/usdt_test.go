@@ -109,3 +109,74 @@ int main(int argc, char **argv) {
 		t.Errorf("counts by arg1 = %v, want [0 2 1 0]", got)
 	}
 }
+
+// TestUSDTOperands checks the operand forms against values the test sets
+// in an asm statement: high and low byte registers, the r8-r15 parts,
+// memory at an offset from a register, and sign or zero extension by size.
+func TestUSDTOperands(t *testing.T) {
+	h := newHarness(t, denseLayout)
+	if !regs.supported || len(userRegs) == 0 || userRegs["rax"].size == 0 {
+		t.Skip("the operands are x86-64's")
+	}
+	dir := t.TempDir()
+	path := sdttest.Build(t, dir, "operands", map[string]string{"operands.c": `#include <sys/sdt.h>
+#include <unistd.h>
+int main(void) {
+	char c;
+	if (read(0, &c, 1) != 1)
+		return 1;
+	long vals[4] = {10, -20, 30, 40};
+	__asm__ volatile(
+		"mov $0x1234, %%eax\n\t"
+		"mov $-3, %%rbx\n\t"
+		"movabs $0x1fffffffb, %%r9\n\t"
+		"mov %0, %%rsi\n\t"
+		STAP_PROBE_ASM(regs, hit, -1@%%ah 1@%%al -1@%%bl 1@%%bl -4@%%r9d 8@%%r9 -4@8(%%rsi) 8@16(%%rsi) 2@%%ax -2@-8(%%rsi))
+		:: "r"(vals) : "rax", "rbx", "rsi", "r9", "memory");
+	return 0;
+}
+`}, "-O1")
+	cmd := exec.Command(path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+
+	u := NewUSDT()
+	ps, err := u.Probes(Desc{Provider: "regs" + strconv.Itoa(cmd.Process.Pid), Name: "hit"})
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("probes: %v, %v", ps, err)
+	}
+	prog := h.program(ebpf.Kprobe, u, ps[0])
+	c, err := u.Attach(ps[0], prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stdin.Write([]byte{'\n'})
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.total(); n != 1 {
+		t.Fatalf("%d events, want 1", n)
+	}
+	args, _ := h.last()
+	// -8(%rsi) is below vals: whatever the stack holds there, only its
+	// low two bytes, sign-extended, may show.
+	low := int64(args[9])
+	if low < -32768 || low > 32767 {
+		t.Errorf("arg9 = %#x, not a sign-extended 16-bit value", args[9])
+	}
+	args[9] = 0
+	want := [NumArgs]uint64{0x12, 0x34, neg(3), 0xfd, neg(5), 0x1fffffffb, neg(20), 30, 0x1234, 0}
+	if args != want {
+		t.Errorf("args = %#x\nwant   %#x", args, want)
+	}
+}
+
+func neg(v int64) uint64 { return uint64(-v) }
