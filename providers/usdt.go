@@ -281,7 +281,18 @@ func readUSDTFile(path string) (*usdtFile, error) {
 		return out, nil
 	}
 	funcs := funcSymbols(ef)
+	var vars map[string]uint64
 	for _, n := range notes {
+		for i, a := range n.Args {
+			if a.Symbol == "" {
+				continue
+			}
+			if vars == nil {
+				vars = symbolValues(ef)
+			}
+			n.Args = append([]stapsdt.Arg(nil), n.Args...)
+			n.Args[i] = ripRelative(a, vars, n.PC)
+		}
 		s := usdtSite{note: n, fn: funcs.at(n.PC)}
 		s.offset, s.err = fileOffset(ef, n.PC)
 		if s.err == nil && n.Semaphore != 0 {
@@ -293,6 +304,20 @@ func readUSDTFile(path string) (*usdtFile, error) {
 		out.sites = append(out.sites, s)
 	}
 	return out, nil
+}
+
+// ripRelative resolves a "sym+off(%rip)" argument to an offset from the
+// probe site: when the uprobe program runs, the pt_regs instruction
+// pointer is the site's address, wherever the file is loaded.
+func ripRelative(a stapsdt.Arg, vars map[string]uint64, pc uint64) stapsdt.Arg {
+	v, ok := vars[a.Symbol]
+	if !ok {
+		a.Kind, a.Err = stapsdt.Unsupported, fmt.Sprintf("symbol %s not found", a.Symbol)
+		return a
+	}
+	a.Offset += int64(v - pc)
+	a.Symbol = ""
+	return a
 }
 
 // usdtArgs types a probe's arguments by their size and sign.
@@ -332,11 +357,11 @@ func (*USDT) Prologue(pr *Probe, p *Prologue) error {
 				continue
 			}
 			if a.Kind == stapsdt.Unsupported {
-				return fmt.Errorf("%s: arg%d (%s) cannot be evaluated: %s", pr, i, a.Spec, a.Err)
+				return fmt.Errorf("arg%d (%s) cannot be evaluated: %s", i, a.Spec, a.Err)
 			}
 			for _, r := range []string{a.Reg, a.Index} {
 				if _, ok := userRegs[r]; r != "" && !ok {
-					return fmt.Errorf("%s: arg%d (%s): unknown register %q", pr, i, a.Spec, r)
+					return fmt.Errorf("arg%d (%s): unknown register %q", i, a.Spec, r)
 				}
 			}
 		}

@@ -198,6 +198,19 @@ func (fs elfFuncs) at(addr uint64) string {
 	return ""
 }
 
+// symbolValues maps f's defined symbols to their values.
+func symbolValues(f *elf.File) map[string]uint64 {
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	m := map[string]uint64{}
+	for _, s := range append(dyn, syms...) {
+		if s.Section != elf.SHN_UNDEF && s.Name != "" {
+			m[s.Name] = s.Value
+		}
+	}
+	return m
+}
+
 // fileOffset converts a virtual address of f to the offset in the file
 // where its byte lies, through the loadable segments.
 func fileOffset(f *elf.File, vaddr uint64) (uint64, error) {

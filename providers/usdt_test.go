@@ -121,10 +121,13 @@ func TestUSDTOperands(t *testing.T) {
 	dir := t.TempDir()
 	path := sdttest.Build(t, dir, "operands", map[string]string{"operands.c": `#include <sys/sdt.h>
 #include <unistd.h>
+static long counter __attribute__((used)) = -9;
+static int tab[2] __attribute__((used)) = {1, -2};
 int main(void) {
 	char c;
 	if (read(0, &c, 1) != 1)
 		return 1;
+	__asm__ volatile(STAP_PROBE_ASM(regs, sym, -8@counter(%%rip) -4@tab+4(%%rip) 4@tab(%%rip)) ::: "memory");
 	long vals[4] = {10, -20, 30, 40};
 	__asm__ volatile(
 		"mov $0x1234, %%eax\n\t"
@@ -158,9 +161,23 @@ int main(void) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Variables through the instruction pointer, in a PIE.
+	hs := newHarness(t, denseLayout)
+	syms, err := u.Probes(Desc{Provider: "regs" + strconv.Itoa(cmd.Process.Pid), Name: "sym"})
+	if err != nil || len(syms) != 1 {
+		t.Fatalf("probes: %v, %v", syms, err)
+	}
+	cs, err := u.Attach(syms[0], hs.program(ebpf.Kprobe, u, syms[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
 	stdin.Write([]byte{'\n'})
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
+	}
+	if got, _ := hs.last(); got != [NumArgs]uint64{neg(9), neg(2), 1} || hs.total() != 1 {
+		t.Errorf("sym: %d events, args %#x; want 1, [-9 -2 1]", hs.total(), got)
 	}
 	if n := h.total(); n != 1 {
 		t.Fatalf("%d events, want 1", n)

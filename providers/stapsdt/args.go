@@ -18,7 +18,8 @@ const (
 	// Imm is the constant Offset.
 	Imm
 	// Mem is the Size bytes at Reg + Index*Scale + Offset in the process's
-	// memory (Reg and Index may be empty).
+	// memory (Reg and Index may be empty), or, when Symbol is set, at
+	// Offset past the variable Symbol (Reg is then "rip").
 	Mem
 )
 
@@ -32,6 +33,7 @@ type Arg struct {
 	Index  string // index register of a Mem operand, or ""
 	Scale  int    // of Index
 	Offset int64  // displacement (Mem) or value (Imm)
+	Symbol string // a Mem operand "sym+Offset(%rip)": the variable sym
 	Err    string // why Kind is Unsupported
 }
 
@@ -164,19 +166,39 @@ func parseX86(a Arg, op string) Arg {
 			a.Scale = s
 		}
 	}
+	rip := a.Reg == "rip"
 	if disp != "" {
 		v, err := parseInt(disp)
-		if err != nil {
-			// "counter(%rip)" and the like: a symbol's address, which
-			// depends on where the file is loaded.
+		if err == nil {
+			a.Offset = v
+		} else if sym, off, ok := symbolDisp(disp); ok && rip && a.Index == "" {
+			// "counter(%rip)": the variable counter. Where it is depends
+			// on where the file is loaded; the consumer resolves Symbol.
+			a.Symbol, a.Offset = sym, off
+			return a
+		} else {
 			return unsupported(a, "symbolic operand %q", op)
 		}
-		a.Offset = v
 	}
-	if a.Reg == "rip" || a.Reg == "eip" {
+	if rip || a.Reg == "eip" {
 		return unsupported(a, "instruction-pointer-relative operand %q", op)
 	}
 	return a
+}
+
+// symbolDisp splits "sym", "sym+8" or "sym-8" into the symbol and offset.
+func symbolDisp(s string) (string, int64, bool) {
+	i := strings.IndexAny(s, "+-")
+	if i < 0 {
+		return s, 0, isSymbol(s)
+	}
+	off, err := parseInt(s[i:])
+	return s[:i], off, err == nil && isSymbol(s[:i])
+}
+
+// isSymbol reports whether s is a plain symbol name (not "x@GOTPCREL").
+func isSymbol(s string) bool {
+	return isIdent(strings.ReplaceAll(s, ".", "_")) && (s[0] < '0' || s[0] > '9')
 }
 
 // parseARM64 decodes an arm64 operand: "x0", "5", "[x29, -8]", "[sp]".
