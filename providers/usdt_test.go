@@ -85,14 +85,13 @@ int main(int argc, char **argv) {
 	}
 	// Count each event under arg1 (1 or 2), or under 3 if arg0 is not
 	// 7*arg1.
-	bad := "bad"
 	post := []asm.Instruction{
 		asm.LoadMem(asm.R0, regState, sparseLayout.argOff(0), asm.DWord),
 		asm.LoadMem(asm.R1, regState, sparseLayout.argOff(1), asm.DWord),
 		asm.Mov.Reg(regIndex, asm.R1),
 		asm.Mul.Imm(asm.R1, 7),
 		asm.JEq.Reg(asm.R0, asm.R1, "ok"),
-		asm.Mov.Imm(regIndex, 3).WithSymbol(bad),
+		asm.Mov.Imm(regIndex, 3),
 		asm.Mov.Reg(regIndex, regIndex).WithSymbol("ok"),
 	}
 	prog := h.program(ebpf.Kprobe, u, pr, post...)
