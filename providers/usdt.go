@@ -247,7 +247,7 @@ func (u *USDT) id(k usdtKey) int {
 func (u *USDT) file(path string) (*usdtFile, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("usdt: %w", err)
+		return &usdtFile{}, nil // gone since the process mapped it
 	}
 	u.mu.Lock()
 	f := u.files[path]
@@ -269,7 +269,9 @@ func (u *USDT) file(path string) (*usdtFile, error) {
 func readUSDTFile(path string) (*usdtFile, error) {
 	ef, err := elf.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("usdt: %w", err)
+		// Not every executable mapping is of an ELF file (JIT code
+		// cached in files, say); those have no probes.
+		return &usdtFile{}, nil
 	}
 	defer ef.Close()
 	notes, err := stapsdt.Notes(ef)
