@@ -55,8 +55,20 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 		return first + n, err
 	})
 	ps := append([]Provider{DTrace{}, NewProfile(profileFirst), sys, sdt}, stable...)
-	return NewRegistry(append(ps, rawtp, fbt, NewPid())...)
+	return NewRegistry(append(ps, rawtp, fbt, NewPid(), NewUSDT())...)
 })
+
+// Claimer is implemented by providers whose probes' provider field is not
+// the provider's Name: usdt's are the name a program gave its provider
+// plus the process ID ("myapp1234"), so the registry cannot route a
+// description to them by name.
+type Claimer interface {
+	// Claims reports whether probes of this provider could match the
+	// provider field pattern (a glob, or "" for any).
+	Claims(pattern string) bool
+	// Owns reports whether pr is one of this provider's probes.
+	Owns(pr *Probe) bool
+}
 
 // Providers returns the providers in order.
 func (r *Registry) Providers() []Provider { return r.providers }
@@ -92,6 +104,11 @@ func (r *Registry) ProviderOf(pr *Probe) (Provider, error) {
 	if p := r.Lookup(pr.Provider); p != nil {
 		return p, nil
 	}
+	for _, p := range r.providers {
+		if c, ok := p.(Claimer); ok && c.Owns(pr) {
+			return p, nil
+		}
+	}
 	return nil, fmt.Errorf("%s: no provider %q", pr, pr.Provider)
 }
 
@@ -108,7 +125,11 @@ func (r *Registry) List(d Desc) ([]*Probe, error) { return r.collect(d, true) }
 func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
 	var out []*Probe
 	for _, p := range r.providers {
-		if !fieldMatch(d.Provider, p.Name()) && !isInstance(p, d.Provider) {
+		if c, ok := p.(Claimer); ok {
+			if !c.Claims(d.Provider) {
+				continue
+			}
+		} else if !fieldMatch(d.Provider, p.Name()) && !isInstance(p, d.Provider) {
 			continue
 		}
 		if isDTraceName(d) && p.Name() != "dtrace" {

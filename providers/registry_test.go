@@ -70,7 +70,7 @@ func TestRegistryLookup(t *testing.T) {
 	for _, p := range r.Providers() {
 		names = append(names, p.Name())
 	}
-	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,proc,sched,io,rawtp,fbt,pid" {
+	if got := strings.Join(names, ","); got != "dtrace,profile,syscall,sdt,proc,sched,io,rawtp,fbt,pid,usdt" {
 		t.Errorf("providers: %s", got)
 	}
 	if p, err := r.ProviderOf(dtraceProbes[0]); err != nil || p.Name() != "dtrace" {

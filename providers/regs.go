@@ -49,3 +49,12 @@ func NumUserRegs() int {
 	}
 	return n
 }
+
+// userReg is where a user register named as the assembler names it in SDT
+// argument specs ("rdi", "edi", "di", "dil", "ah") is in pt_regs: the
+// 8-byte slot at off, shifted right by shift bits, size bytes wide.
+type userReg struct {
+	off   int16
+	shift int
+	size  int
+}

@@ -27,3 +27,42 @@ var regs = regsLayout{
 		"R_PC": 16, "R_SP": 19, "R_FP": 4, "R_PS": 18, "R_R0": 10, "R_R1": 12,
 	},
 }
+
+// userRegs names the x86_64 registers and their parts.
+var userRegs = func() map[string]userReg {
+	m := map[string]userReg{}
+	// The legacy registers: rax, eax, ax, al, ah and the like.
+	for _, r := range []struct {
+		name string // "a", "b", "c", "d": rNx, eNx, Nx, Nl, Nh
+		off  int16
+	}{{"a", 80}, {"b", 40}, {"c", 88}, {"d", 96}} {
+		m["r"+r.name+"x"] = userReg{r.off, 0, 8}
+		m["e"+r.name+"x"] = userReg{r.off, 0, 4}
+		m[r.name+"x"] = userReg{r.off, 0, 2}
+		m[r.name+"l"] = userReg{r.off, 0, 1}
+		m[r.name+"h"] = userReg{r.off, 8, 1}
+	}
+	for _, r := range []struct {
+		name string // "si": rsi, esi, si, sil
+		off  int16
+	}{{"si", 104}, {"di", 112}, {"bp", 32}, {"sp", 152}} {
+		m["r"+r.name] = userReg{r.off, 0, 8}
+		m["e"+r.name] = userReg{r.off, 0, 4}
+		m[r.name] = userReg{r.off, 0, 2}
+		m[r.name+"l"] = userReg{r.off, 0, 1}
+	}
+	// r8-r15 and their r8d, r8w, r8b (also r8l) parts.
+	for i, off := range []int16{72, 64, 56, 48, 24, 16, 8, 0} {
+		n := "r" + string(rune('0'+8+i))
+		if i >= 2 {
+			n = "r1" + string(rune('0'+i-2))
+		}
+		m[n] = userReg{off, 0, 8}
+		m[n+"d"] = userReg{off, 0, 4}
+		m[n+"w"] = userReg{off, 0, 2}
+		m[n+"b"] = userReg{off, 0, 1}
+		m[n+"l"] = userReg{off, 0, 1}
+	}
+	m["rip"] = userReg{128, 0, 8}
+	return m
+}()

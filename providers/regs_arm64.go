@@ -31,3 +31,14 @@ func arm64RegNames() map[string]int {
 	}
 	return m
 }
+
+// userRegs names the arm64 registers: x0-x30 and their w halves, sp.
+var userRegs = func() map[string]userReg {
+	m := map[string]userReg{"sp": {248, 0, 8}, "fp": {232, 0, 8}, "lr": {240, 0, 8}}
+	for i := 0; i <= 30; i++ {
+		n := strconv.Itoa(i)
+		m["x"+n] = userReg{int16(8 * i), 0, 8}
+		m["w"+n] = userReg{int16(8 * i), 0, 4}
+	}
+	return m
+}()

@@ -5,3 +5,5 @@ package providers
 // regs is unknown on this architecture: prologues that need pt_regs
 // (profile, syscall) report that they are unsupported.
 var regs = regsLayout{}
+
+var userRegs = map[string]userReg{}

@@ -140,18 +140,6 @@ func wantLines(t *testing.T, r result, want ...string) {
 	}
 }
 
-// uprobeEvents returns tracefs's uprobe_events, which dstar must never
-// change: its uprobes are perf events that die with their descriptors.
-func uprobeEvents(t *testing.T) string {
-	t.Helper()
-	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if b, err := os.ReadFile(filepath.Join(dir, "uprobe_events")); err == nil {
-			return string(b)
-		}
-	}
-	bpftest.Skip(t, "no uprobe_events in tracefs (not mounted?)")
-	return ""
-}
 
 func TestPidEntryArgs(t *testing.T) {
 	for _, kind := range []string{"pie", "nopie"} {
@@ -307,7 +295,7 @@ func TestPidOffset(t *testing.T) {
 }
 
 func TestPidErrors(t *testing.T) {
-	before := uprobeEvents(t)
+	before := probeEvents()
 	stripped := pidBuild(t, "stripped")
 	r := dstar(t, 20*time.Second, "-n", `pid$target:a.out:pidt_foo:entry`, "-c", stripped)
 	if r.code != 1 || !strings.Contains(r.stderr, stripped+" has no symbol table (stripped)") {
@@ -336,7 +324,7 @@ func TestPidErrors(t *testing.T) {
 	if r.code != 1 || !regexp.MustCompile(`probe description pid\d+:a.out:nosuch:entry does not match any probes\n`).MatchString(r.stderr) {
 		t.Errorf("no such function: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if after := uprobeEvents(t); after != before {
+	if after := probeEvents(); after != before {
 		t.Errorf("uprobe_events changed from %q to %q", before, after)
 	}
 }
@@ -421,7 +409,7 @@ func TestPidGrab(t *testing.T) {
 // instruction in the traced process is the file's again (a uprobe is a
 // breakpoint written into the process's copy of the page).
 func TestPidCleanup(t *testing.T) {
-	before := uprobeEvents(t)
+	before := probeEvents()
 	path := pidBuild(t, "pie")
 	prog, in := pidWaiter(t, path)
 	pid := prog.Process.Pid
@@ -430,7 +418,7 @@ func TestPidCleanup(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if after := uprobeEvents(t); after != before {
+	if after := probeEvents(); after != before {
 		t.Errorf("after exit: uprobe_events changed from %q to %q", before, after)
 	}
 
@@ -441,7 +429,7 @@ func TestPidCleanup(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, "the kernel cannot place a uprobe at offset") {
 			t.Errorf("bad offset: exit %d, stderr %q", r.code, r.stderr)
 		}
-		if after := uprobeEvents(t); after != before {
+		if after := probeEvents(); after != before {
 			t.Errorf("after an error: uprobe_events changed from %q to %q", before, after)
 		}
 	}
@@ -464,7 +452,7 @@ func TestPidCleanup(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("dstar after SIGINT: %v\n%s", err, errb.String())
 	}
-	if after := uprobeEvents(t); after != before {
+	if after := probeEvents(); after != before {
 		t.Errorf("after SIGINT: uprobe_events changed from %q to %q", before, after)
 	}
 	if breakpointAt(t, pid, path, "pidt_foo") {

@@ -181,6 +181,7 @@ func (t *tracer) run() int {
 			target = pid
 		}
 	}
+	t.addTargets(targetPids)
 
 	// Options set in the scripts shape the compilation; -x ones win.
 	for k, v := range dcompiler.PragmaOptions(t.files) {
@@ -399,6 +400,20 @@ func (t *tracer) specifierOf(f *dsource.File) string {
 	return f.Text
 }
 
+// addTargets lets descriptions that name no process (usdt probes with a
+// glob or empty provider field) match the targets' probes.
+func (t *tracer) addTargets(pidLists ...[]int) {
+	u, ok := t.reg.Lookup("usdt").(*providers.USDT)
+	if !ok {
+		return
+	}
+	for _, pids := range pidLists {
+		for _, pid := range pids {
+			u.AddTarget(pid)
+		}
+	}
+}
+
 // list prints the probes the descriptions match, or all, as dtrace -l.
 func (t *tracer) list() int {
 	// -c and -p give $target, as when tracing: pid probes are listed
@@ -431,7 +446,10 @@ func (t *tracer) list() int {
 		if target == 0 {
 			target = k.cmd.Process.Pid
 		}
+		t.addTargets([]int{k.cmd.Process.Pid})
 	}
+	// With -c or -p, -l lists the targets' USDT probes too.
+	t.addTargets(t.cfg.pids)
 	var descs []providers.Desc
 	for i, s := range t.cfg.sources {
 		if s.kind == 's' {
