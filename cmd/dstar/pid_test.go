@@ -140,7 +140,6 @@ func wantLines(t *testing.T, r result, want ...string) {
 	}
 }
 
-
 func TestPidEntryArgs(t *testing.T) {
 	for _, kind := range []string{"pie", "nopie"} {
 		t.Run(kind, func(t *testing.T) {

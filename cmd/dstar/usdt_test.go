@@ -111,7 +111,6 @@ func buildUSDTProgs(t *testing.T) string {
 	return usdtProgs.dir
 }
 
-
 func TestUSDTArgs(t *testing.T) {
 	bpftest.Require(t)
 	dir := buildUSDTProgs(t)
