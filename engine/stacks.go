@@ -3,14 +3,29 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/engine/usym"
 	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
+// userSyms resolves every session's user stacks: processes and the
+// files they map are the same whichever session saw them.
+var userSyms = usym.New()
+
+// WatchProcess keeps process pid's mappings read while it lives (until
+// stop is closed), so that its user stacks can be resolved after it has
+// exited: what dstar does for its -c and -p processes.
+func WatchProcess(pid int, stop <-chan struct{}) {
+	userSyms.Watch(pid, 10*time.Millisecond, stop)
+}
+
 // stackFrames turns a recorded stack of type t (types.StackT's layout)
-// into at most t.Len frames of text, innermost first: kernel addresses
-// as module`function+0xoffset, anything unresolved as its address.
+// into at most t.Len frames of text, innermost first, as
+// module`function+0xoffset: kernel addresses through kallsyms, user ones
+// through the process's mappings (see usym); anything unresolved as its
+// address.
 func stackFrames(b []byte, t *types.Type) []string {
 	user := t.User
 	if len(b) < 8 {
@@ -25,11 +40,16 @@ func stackFrames(b []byte, t *types.Type) []string {
 	if !user {
 		kernel, _ = ksym.Kernel()
 	}
+	pid := int(hdr >> 32)
 	frames := make([]string, 0, n)
 	for i := 0; i < n && len(frames) < t.Len; i++ {
 		pc := ne.Uint64(b[8+8*i:])
 		if pc == 0 {
 			break
+		}
+		if user {
+			frames = append(frames, userSyms.Frame(pid, pc))
+			continue
 		}
 		if kernel != nil {
 			if s, ok := kernel.Lookup(pc); ok {

@@ -65,3 +65,35 @@ func TestStackKey(t *testing.T) {
 		t.Errorf("stack rows add to %d; stdout:\n%s", total, r.stdout)
 	}
 }
+
+// TestUserStack: ustack() in a C program resolves its functions, callee
+// first: middle is called by top, top by main; and libc's frames by libc's
+// symbols. (leaf, which calls libc's getppid, is not there: getppid makes
+// no frame of its own, and the kernel walks frame pointers, so the walk
+// goes from getppid's address to the return address in leaf's frame,
+// which is in middle.) The program runs long enough for its mappings to
+// be read after its libraries are loaded.
+func TestUserStack(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "chain", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+__attribute__((noinline)) int middle(void) { return leaf() + 1; }
+__attribute__((noinline)) int top(void) { return middle() + 1; }
+int main(void) {
+	int n = 0;
+	for (int i = 0; i < 20; i++) { n += top(); usleep(20000); }
+	return n == 0;
+}
+`, "-O1", "-fno-omit-frame-pointer")
+	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	re := regexp.MustCompile("(?m)^ {14}libc\\.so\\.6`getppid\\+0x[0-9a-f]+\n {14}chain`middle\\+0x[0-9a-f]+\n {14}chain`top\\+0x[0-9a-f]+\n {14}chain`main\\+0x[0-9a-f]+\n")
+	if !re.MatchString(r.stdout) {
+		t.Errorf("no getppid → middle → top → main stack:\n%s", r.stdout)
+	}
+}

@@ -287,6 +287,13 @@ func (t *tracer) run() int {
 	for _, k := range kids {
 		k.release()
 	}
+	// Their mappings are kept read, so that their user stacks can be
+	// resolved after they exit.
+	watching := make(chan struct{})
+	defer close(watching)
+	for _, pid := range targetPids {
+		engine.WatchProcess(pid, watching)
+	}
 
 	// As dtrace(1), stop when every -c and -p process has gone, saying
 	// how each went.
