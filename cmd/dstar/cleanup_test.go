@@ -108,7 +108,7 @@ func probeEvents() string {
 // TestNothingLeftBehind: however dstar ends — normally, by an error, at
 // Ctrl-C, or killed outright — the programs, links and perf events it
 // made are gone from the kernel afterwards, no uprobe or kprobe event is
-// left, and the process it traced runs on unharmed.
+// left, and the process it traced (with uprobes in it) runs on unharmed.
 func TestNothingLeftBehind(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
@@ -148,7 +148,9 @@ fail("boom")
 			defer traced.Process.Kill()
 			args := tc.args
 			if args[0] != "run" {
-				args = append(args, "-p", strconv.Itoa(traced.Process.Pid))
+				// And uprobes in the traced process.
+				args = append(args, "-n", "pid$target:libc.so.6:clock_nanosleep:entry,pid$target:libc.so.6:getpid:entry { @u = count(); }",
+					"-p", strconv.Itoa(traced.Process.Pid))
 			}
 			cmd := exec.Command(dstarBin, args...)
 			var out, errb syncBuffer
