@@ -76,6 +76,8 @@ const (
 	isSyscall                  // the value (sys_enter's id) is one of sys
 	curProcess                 // the current thread (arg unused) is its process's first
 	curThread                  // ... or a later one
+	inIOWait                   // the task_struct it points to waits for I/O (io_schedule)
+	curInIOWait                // the current thread (arg unused) waits for I/O
 )
 
 // xarg is args[n] of translated type t *, from native argument n.
@@ -183,6 +185,12 @@ var (
 	ioDefs = []stableDef{
 		{name: "start", tps: []string{"block_rq_issue"}, native: []int{0, 0, 0}, args: ioArgs},
 		{name: "done", tps: []string{"block_rq_complete"}, native: []int{0, 0, 0}, args: ioArgs},
+		// A thread waits for I/O when it sleeps in io_schedule, which
+		// marks it in_iowait: wait-start as it leaves the CPU so marked,
+		// wait-done as it comes back. Which request it waits for, the
+		// kernel does not record, so these have no args[].
+		{name: "wait-start", tps: []string{"sched_switch"}, conds: []stableCond{{arg: 0, test: isZero}, {arg: 1, test: inIOWait}}},
+		{name: "wait-done", tps: []string{"sched_exit_tp"}, conds: []stableCond{{arg: 0}, {test: curInIOWait}}},
 	}
 )
 
@@ -259,6 +267,15 @@ func (s *Stable) Prologue(pr *Probe, p *Prologue) error {
 		switch c.test {
 		case newProcess, newThread:
 			ins, err := newTaskIs(p, c.test == newProcess)
+			if err != nil {
+				return fmt.Errorf("%s: %w", pr, err)
+			}
+			p.Insns = append(p.Insns, ins...)
+		case inIOWait, curInIOWait:
+			if c.test == curInIOWait {
+				p.Insns = append(p.Insns, asm.FnGetCurrentTask.Call())
+			}
+			ins, err := taskInIOWait(pr, p)
 			if err != nil {
 				return fmt.Errorf("%s: %w", pr, err)
 			}
@@ -363,6 +380,48 @@ var taskIDs = sync.OnceValues(func() (int, error) {
 	}
 	return pid, nil
 })
+
+// ioWaitBit is where task_struct keeps in_iowait, a one-bit field: the
+// byte and the bit in it (bit-fields fill bytes from the low bit up on
+// the little-endian machines dstar runs on).
+var ioWaitBit = sync.OnceValues(func() ([2]int, error) {
+	spec, err := KernelBTF()
+	if err != nil {
+		return [2]int{}, fmt.Errorf("reading the kernel's BTF: %w", err)
+	}
+	var ts *btf.Struct
+	if err := spec.TypeByName("task_struct", &ts); err != nil {
+		return [2]int{}, err
+	}
+	for _, m := range ts.Members {
+		if m.Name == "in_iowait" {
+			return [2]int{int(m.Offset / 8), int(m.Offset % 8)}, nil
+		}
+	}
+	return [2]int{}, fmt.Errorf("task_struct has no in_iowait on this kernel")
+})
+
+// taskInIOWait appends code that skips the event unless the task_struct
+// in R0 is waiting for I/O.
+func taskInIOWait(pr *Probe, p *Prologue) (asm.Instructions, error) {
+	at, err := ioWaitBit()
+	if err != nil {
+		return nil, err
+	}
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, int32(at[0])),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(p.Scratch)),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, p.Skip),
+		asm.LoadMem(asm.R1, asm.RFP, p.Scratch, asm.Byte),
+		asm.JSet.Imm(asm.R1, 1<<at[1], label(pr, "iowait")),
+		asm.Ja.Label(p.Skip),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(label(pr, "iowait")),
+	}, nil
+}
 
 // newTaskIs appends code that skips the event unless the task_struct in
 // R0 is a process's first thread (process) or a later one (!process): it

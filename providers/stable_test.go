@@ -32,7 +32,7 @@ func TestStableProbes(t *testing.T) {
 	want := "proc:exec proc:exec-success proc:exec-failure proc:exit proc:create proc:lwp-create " +
 		"proc:lwp-exit proc:start proc:lwp-start proc:signal-send proc:signal-discard proc:signal-handle " +
 		"sched:on-cpu sched:off-cpu sched:sleep sched:dequeue sched:preempt sched:enqueue sched:wakeup sched:tick " +
-		"io:start io:done"
+		"io:start io:done io:wait-start io:wait-done"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("probes:\n%s\nwant:\n%s", got, want)
 	}
