@@ -66,18 +66,18 @@ type stableCond struct {
 type condTest int
 
 const (
-	nonzero    condTest = iota // the value is not 0
-	isZero                     // the value is 0
-	negative                   // the value is negative
-	equals                     // the value is value
-	newProcess                 // the task_struct it points to is its process's first thread
-	newThread                  // ... or a later one
-	inSyscalls                 // sys_exit's pt_regs: the call returning is one of sys
-	isSyscall                  // the value (sys_enter's id) is one of sys
-	curProcess                 // the current thread (arg unused) is its process's first
-	curThread                  // ... or a later one
-	inIOWait                   // the task_struct it points to waits for I/O (io_schedule)
-	curInIOWait                // the current thread (arg unused) waits for I/O
+	nonzero     condTest = iota // the value is not 0
+	isZero                      // the value is 0
+	negative                    // the value is negative
+	equals                      // the value is value
+	newProcess                  // the task_struct it points to is its process's first thread
+	newThread                   // ... or a later one
+	inSyscalls                  // sys_exit's pt_regs: the call returning is one of sys
+	isSyscall                   // the value (sys_enter's id) is one of sys
+	curProcess                  // the current thread (arg unused) is its process's first
+	curThread                   // ... or a later one
+	inIOWait                    // the task_struct it points to waits for I/O (io_schedule)
+	curInIOWait                 // the current thread (arg unused) waits for I/O
 )
 
 // xarg is args[n] of translated type t *, from native argument n.
