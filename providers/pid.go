@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -95,7 +94,9 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	if !ok {
 		return p.madeMatching(d), nil
 	}
-	ms, err := procmaps.Read(pid)
+	// Load adds, for a process held at exec, the libraries it will map:
+	// their probes fire once they are.
+	mods, err := procmaps.Load(pid)
 	if err != nil {
 		if errors.Is(err, procmaps.ErrNoProcess) {
 			return nil, fmt.Errorf("failed to grab pid %d: No such process", pid)
@@ -108,7 +109,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	}
 	var out []*Probe
 	strippedExe := ""
-	for _, mod := range procmaps.Modules(ms) {
+	for _, mod := range mods {
 		isExe := mod.Path == exe
 		if !fieldMatch(d.Module, mod.Name()) && !(isExe && fieldMatch(d.Module, "a.out")) {
 			continue
@@ -116,7 +117,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		// A module named exactly must be readable and have symbols; one
 		// matched by a glob (or by an empty field) is skipped quietly.
 		named := d.Module != "" && !isGlob(d.Module)
-		path := pidFilePath(pid, mod)
+		path := procmaps.FilePath(pid, mod)
 		f, err := elfsym.Open(path)
 		if err != nil {
 			if named {
@@ -144,17 +145,6 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		return nil, fmt.Errorf("pid provider: no function %s found in pid %d; its executable %s has no symbol table (stripped)", d.Function, pid, strippedExe)
 	}
 	return out, nil
-}
-
-// pidFilePath is where the kernel and dstar can open a module's file: its
-// path, unless that names another file here (the process lives in another
-// mount namespace), in which case the path under /proc/PID/root.
-func pidFilePath(pid int, mod *procmaps.Module) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(mod.Path, &st); err == nil && st.Ino == mod.Inode {
-		return mod.Path
-	}
-	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), mod.Path)
 }
 
 // moduleProbes makes the probes d matches in one module.
