@@ -63,9 +63,17 @@ func NewPid() *Pid { return &Pid{made: map[string]*Probe{}, nextID: pidFirstID} 
 // Name returns "pid".
 func (*Pid) Name() string { return "pid" }
 
-// Instance reports whether provider is one of pid's: "pid" and digits.
-func (*Pid) Instance(provider string) bool {
-	_, ok := pidOf(provider)
+// Claims reports whether a provider field could match pid probes: one
+// that matches "pid" (listing the probes made before), or "pid" and a
+// process ID.
+func (p *Pid) Claims(pattern string) bool {
+	_, ok := pidOf(pattern)
+	return ok || fieldMatch(pattern, p.Name())
+}
+
+// Owns reports whether pr is a pid probe.
+func (*Pid) Owns(pr *Probe) bool {
+	_, ok := pr.Private.(pidProbe)
 	return ok
 }
 

@@ -43,12 +43,15 @@ func pidTarget(t *testing.T) (int, io.Writer) {
 	return cmd.Process.Pid, in
 }
 
-func TestPidInstance(t *testing.T) {
+func TestPidClaims(t *testing.T) {
 	p := NewPid()
-	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": false, "pid0": false, "pidx": false, "pid1x": false, "syscall": false, "pid*": false} {
-		if got := p.Instance(name); got != want {
-			t.Errorf("Instance(%q) = %v", name, got)
+	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": true, "pid*": true, "": true, "pid0": false, "pidx": false, "pid1x": false, "pid12*": false, "syscall": false} {
+		if got := p.Claims(name); got != want {
+			t.Errorf("Claims(%q) = %v", name, got)
 		}
+	}
+	if !p.Owns(&Probe{Private: pidProbe{pid: 1}}) || p.Owns(&Probe{Provider: "pid1"}) {
+		t.Error("Owns: wrong")
 	}
 }
 
