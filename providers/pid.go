@@ -385,6 +385,15 @@ func kernelRelease(r string) (major, minor int, ok bool) {
 // it, cilium/ebpf would fall back to writing there, so dstar refuses.
 const uprobePMU = "/sys/bus/event_source/devices/uprobe"
 
+// checkUprobePMU is the refusal: pid and usdt call it before placing a
+// uprobe as a perf event.
+func checkUprobePMU() error {
+	if _, err := os.Stat(uprobePMU); err != nil {
+		return fmt.Errorf("the kernel has no uprobe perf event source (%s): Linux 4.17+ with CONFIG_UPROBE_EVENTS", uprobePMU)
+	}
+	return nil
+}
+
 // Attach places a uprobe (entry, offset) or uretprobe (return) on the
 // probe's file for its process only: a uprobe_multi link when the probe's
 // program was loaded for one, else a perf event.
@@ -413,8 +422,8 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 		}
 		return l, nil
 	}
-	if _, err := os.Stat(uprobePMU); err != nil {
-		return nil, fmt.Errorf("the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", uprobePMU)
+	if err := checkUprobePMU(); err != nil {
+		return nil, err
 	}
 	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
 	if pp.ret {

@@ -31,6 +31,15 @@ func pidTarget(t *testing.T) (int, io.Writer) {
 	t.Helper()
 	bpftest.Require(t)
 	path := bpftest.BuildC(t, t.TempDir(), "target", pidTestProg, "-O1")
+	cmd, in := startPiped(t, path)
+	return cmd.Process.Pid, in
+}
+
+// startPiped starts the program at path with a pipe to its stdin, which
+// the test writes to when its probes are attached. The test's clean-up
+// closes the pipe and kills the process if it is still running.
+func startPiped(t *testing.T, path string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
 	cmd := exec.Command(path)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -40,7 +49,7 @@ func pidTarget(t *testing.T) (int, io.Writer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	return cmd.Process.Pid, in
+	return cmd, in
 }
 
 func TestPidClaims(t *testing.T) {

@@ -525,10 +525,8 @@ func (*USDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if prog.Type() != ebpf.Kprobe {
 		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.Kprobe)
 	}
-	// Without the PMU cilium/ebpf would fall back to uprobe_events, which
-	// would outlive a tracer killed before its clean-up.
-	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
-		return nil, fmt.Errorf("%s: the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): Linux 4.17+ with CONFIG_UPROBE_EVENTS", pr)
+	if err := checkUprobePMU(); err != nil {
+		return nil, fmt.Errorf("%s: %w", pr, err)
 	}
 	ex, err := link.OpenExecutable(up.path)
 	if err != nil {
