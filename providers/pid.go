@@ -27,9 +27,10 @@ import (
 // Its probes exist only once a description names a process: the provider
 // field is "pid" followed by the process id (pid$target after macro
 // expansion). Discovery reads /proc/NNN/maps and the ELF symbol tables of
-// the mapped files; the uprobes are made at attach time, as uprobe_multi
-// BPF links where the kernel has them (6.6+) and as perf events of the
-// uprobe PMU elsewhere. Neither writes to tracefs's uprobe_events, so
+// the mapped files, and of the libraries a process held at exec will map
+// (procmaps.Load), whose uprobes fire once they are. The uprobes are made
+// at attach time, as uprobe_multi BPF links where the kernel has them
+// (6.6+) and as perf events of the uprobe PMU elsewhere. Neither writes to tracefs's uprobe_events, so
 // nothing outlives dstar, however it ends.
 //
 // Module names are the files' basenames (libc.so.6); the executable also
