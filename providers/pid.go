@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,9 +27,10 @@ import (
 // Its probes exist only once a description names a process: the provider
 // field is "pid" followed by the process id (pid$target after macro
 // expansion). Discovery reads /proc/NNN/maps and the ELF symbol tables of
-// the mapped files; the uprobes are made at attach time, as uprobe_multi
-// BPF links where the kernel has them (6.6+) and as perf events of the
-// uprobe PMU elsewhere. Neither writes to tracefs's uprobe_events, so
+// the mapped files, and of the libraries a process held at exec will map
+// (procmaps.Load), whose uprobes fire once they are. The uprobes are made
+// at attach time, as uprobe_multi BPF links where the kernel has them
+// (6.6+) and as perf events of the uprobe PMU elsewhere. Neither writes to tracefs's uprobe_events, so
 // nothing outlives dstar, however it ends.
 //
 // Module names are the files' basenames (libc.so.6); the executable also
@@ -64,9 +64,17 @@ func NewPid() *Pid { return &Pid{made: map[string]*Probe{}, nextID: pidFirstID} 
 // Name returns "pid".
 func (*Pid) Name() string { return "pid" }
 
-// Instance reports whether provider is one of pid's: "pid" and digits.
-func (*Pid) Instance(provider string) bool {
-	_, ok := pidOf(provider)
+// Claims reports whether a provider field could match pid probes: one
+// that matches "pid" (listing the probes made before), or "pid" and a
+// process ID.
+func (p *Pid) Claims(pattern string) bool {
+	_, ok := pidOf(pattern)
+	return ok || fieldMatch(pattern, p.Name())
+}
+
+// Owns reports whether pr is a pid probe.
+func (*Pid) Owns(pr *Probe) bool {
+	_, ok := pr.Private.(pidProbe)
 	return ok
 }
 
@@ -95,7 +103,9 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	if !ok {
 		return p.madeMatching(d), nil
 	}
-	ms, err := procmaps.Read(pid)
+	// Load adds, for a process held at exec, the libraries it will map:
+	// their probes fire once they are.
+	mods, err := procmaps.Load(pid)
 	if err != nil {
 		if errors.Is(err, procmaps.ErrNoProcess) {
 			return nil, fmt.Errorf("failed to grab pid %d: No such process", pid)
@@ -108,7 +118,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	}
 	var out []*Probe
 	strippedExe := ""
-	for _, mod := range procmaps.Modules(ms) {
+	for _, mod := range mods {
 		isExe := mod.Path == exe
 		if !fieldMatch(d.Module, mod.Name()) && !(isExe && fieldMatch(d.Module, "a.out")) {
 			continue
@@ -116,7 +126,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		// A module named exactly must be readable and have symbols; one
 		// matched by a glob (or by an empty field) is skipped quietly.
 		named := d.Module != "" && !isGlob(d.Module)
-		path := pidFilePath(pid, mod)
+		path := procmaps.FilePath(pid, mod)
 		f, err := elfsym.Open(path)
 		if err != nil {
 			if named {
@@ -144,17 +154,6 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 		return nil, fmt.Errorf("pid provider: no function %s found in pid %d; its executable %s has no symbol table (stripped)", d.Function, pid, strippedExe)
 	}
 	return out, nil
-}
-
-// pidFilePath is where the kernel and dstar can open a module's file: its
-// path, unless that names another file here (the process lives in another
-// mount namespace), in which case the path under /proc/PID/root.
-func pidFilePath(pid int, mod *procmaps.Module) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(mod.Path, &st); err == nil && st.Ino == mod.Inode {
-		return mod.Path
-	}
-	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), mod.Path)
 }
 
 // moduleProbes makes the probes d matches in one module.
@@ -387,6 +386,15 @@ func kernelRelease(r string) (major, minor int, ok bool) {
 // it, cilium/ebpf would fall back to writing there, so dstar refuses.
 const uprobePMU = "/sys/bus/event_source/devices/uprobe"
 
+// checkUprobePMU is the refusal: pid and usdt call it before placing a
+// uprobe as a perf event.
+func checkUprobePMU() error {
+	if _, err := os.Stat(uprobePMU); err != nil {
+		return fmt.Errorf("the kernel has no uprobe perf event source (%s): Linux 4.17+ with CONFIG_UPROBE_EVENTS", uprobePMU)
+	}
+	return nil
+}
+
 // Attach places a uprobe (entry, offset) or uretprobe (return) on the
 // probe's file for its process only: a uprobe_multi link when the probe's
 // program was loaded for one, else a perf event.
@@ -415,8 +423,8 @@ func (*Pid) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 		}
 		return l, nil
 	}
-	if _, err := os.Stat(uprobePMU); err != nil {
-		return nil, fmt.Errorf("the kernel has no uprobe perf event source (%s): CONFIG_UPROBE_EVENTS", uprobePMU)
+	if err := checkUprobePMU(); err != nil {
+		return nil, err
 	}
 	opts := &link.UprobeOptions{Address: pp.offset, PID: pp.pid}
 	if pp.ret {

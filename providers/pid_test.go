@@ -31,6 +31,15 @@ func pidTarget(t *testing.T) (int, io.Writer) {
 	t.Helper()
 	bpftest.Require(t)
 	path := bpftest.BuildC(t, t.TempDir(), "target", pidTestProg, "-O1")
+	cmd, in := startPiped(t, path)
+	return cmd.Process.Pid, in
+}
+
+// startPiped starts the program at path with a pipe to its stdin, which
+// the test writes to when its probes are attached. The test's clean-up
+// closes the pipe and kills the process if it is still running.
+func startPiped(t *testing.T, path string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
 	cmd := exec.Command(path)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -40,15 +49,18 @@ func pidTarget(t *testing.T) (int, io.Writer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	return cmd.Process.Pid, in
+	return cmd, in
 }
 
-func TestPidInstance(t *testing.T) {
+func TestPidClaims(t *testing.T) {
 	p := NewPid()
-	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": false, "pid0": false, "pidx": false, "pid1x": false, "syscall": false, "pid*": false} {
-		if got := p.Instance(name); got != want {
-			t.Errorf("Instance(%q) = %v", name, got)
+	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": true, "pid*": true, "": true, "pid0": false, "pidx": false, "pid1x": false, "pid12*": false, "syscall": false} {
+		if got := p.Claims(name); got != want {
+			t.Errorf("Claims(%q) = %v", name, got)
 		}
+	}
+	if !p.Owns(&Probe{Private: pidProbe{pid: 1}}) || p.Owns(&Probe{Provider: "pid1"}) {
+		t.Error("Owns: wrong")
 	}
 }
 

@@ -59,9 +59,10 @@ var defaultRegistry = sync.OnceValue(func() *Registry {
 })
 
 // Claimer is implemented by providers whose probes' provider field is not
-// the provider's Name: usdt's are the name a program gave its provider
-// plus the process ID ("myapp1234"), so the registry cannot route a
-// description to them by name.
+// the provider's Name: the pid provider's are "pid" plus a process ID
+// ("pid1234"), usdt's the name a program gave its provider plus the
+// process ID ("myapp1234"), so the registry cannot route descriptions and
+// probes to them by name.
 type Claimer interface {
 	// Claims reports whether probes of this provider could match the
 	// provider field pattern (a glob, or "" for any).
@@ -73,25 +74,10 @@ type Claimer interface {
 // Providers returns the providers in order.
 func (r *Registry) Providers() []Provider { return r.providers }
 
-// Instancer is implemented by providers whose probes' provider field names
-// an instance of them rather than the provider itself: the pid provider's
-// probes are pid1234:..., one instance per process.
-type Instancer interface {
-	// Instance reports whether provider (a probe's provider field, never
-	// a glob) is an instance of this provider.
-	Instance(provider string) bool
-}
-
-// Lookup returns the provider called name, or whose instance name is,
-// or nil.
+// Lookup returns the provider called name, or nil.
 func (r *Registry) Lookup(name string) Provider {
 	for _, p := range r.providers {
 		if p.Name() == name {
-			return p
-		}
-	}
-	for _, p := range r.providers {
-		if in, ok := p.(Instancer); ok && in.Instance(name) {
 			return p
 		}
 	}
@@ -99,13 +85,22 @@ func (r *Registry) Lookup(name string) Provider {
 }
 
 // ProviderOf returns the provider of a probe, to emit its prologue and
-// attach it.
+// attach it: the Claimer that owns it, else the provider its provider
+// field names, else the first Claimer that claims that field. Owners are
+// asked first, as a field can be claimed by more than one (a usdt
+// provider called "pid" in process 1234 is pid1234, as is the pid
+// provider's instance).
 func (r *Registry) ProviderOf(pr *Probe) (Provider, error) {
+	for _, p := range r.providers {
+		if c, ok := p.(Claimer); ok && c.Owns(pr) {
+			return p, nil
+		}
+	}
 	if p := r.Lookup(pr.Provider); p != nil {
 		return p, nil
 	}
 	for _, p := range r.providers {
-		if c, ok := p.(Claimer); ok && c.Owns(pr) {
+		if c, ok := p.(Claimer); ok && c.Claims(pr.Provider) {
 			return p, nil
 		}
 	}
@@ -129,7 +124,7 @@ func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
 			if !c.Claims(d.Provider) {
 				continue
 			}
-		} else if !fieldMatch(d.Provider, p.Name()) && !isInstance(p, d.Provider) {
+		} else if !fieldMatch(d.Provider, p.Name()) {
 			continue
 		}
 		if isDTraceName(d) && p.Name() != "dtrace" {
@@ -148,10 +143,4 @@ func (r *Registry) collect(d Desc, list bool) ([]*Probe, error) {
 		out = append(out, ps...)
 	}
 	return out, nil
-}
-
-// isInstance reports whether provider field f names an instance of p.
-func isInstance(p Provider, f string) bool {
-	in, ok := p.(Instancer)
-	return ok && in.Instance(f)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -16,6 +15,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 	"github.com/dstar-trace/dstar/providers/stapsdt"
 )
 
@@ -128,7 +129,7 @@ func (u *USDT) pidsFor(pattern string) []int {
 			continue // no process ID has a leading zero
 		}
 		pid, err := strconv.Atoi(pattern[i:])
-		if err != nil || pid <= 0 || seen[pid] || !pidExists(pid) {
+		if err != nil || pid <= 0 || seen[pid] || !procmaps.Exists(pid) {
 			continue
 		}
 		seen[pid] = true
@@ -185,19 +186,22 @@ func fullDigitsPid(pattern string) int {
 }
 
 func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
-	objs, err := procObjects(pid)
+	// Load adds, for a process held at exec, the libraries it will map:
+	// uprobes are set on the file, so they fire once it is mapped.
+	mods, err := procmaps.Load(pid)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, procmaps.ErrNoProcess) {
 			return nil, nil // it exited
 		}
-		return nil, fmt.Errorf("usdt: %w", err)
+		return nil, fmt.Errorf("usdt: failed to examine process %d: %w", pid, err)
 	}
 	var out []*Probe
-	for _, path := range objs {
-		mod := filepath.Base(path)
+	for _, m := range mods {
+		mod := m.Name()
 		if !fieldMatch(d.Module, mod) {
 			continue
 		}
+		path := procmaps.FilePath(pid, m)
 		f, err := u.file(path)
 		if err != nil {
 			return nil, err
@@ -282,26 +286,29 @@ func readUSDTFile(path string) (*usdtFile, error) {
 	if len(notes) == 0 {
 		return out, nil
 	}
-	funcs := funcSymbols(ef)
-	var vars map[string]uint64
+	syms, err := elfsym.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %w", err)
+	}
 	for _, n := range notes {
 		for i, a := range n.Args {
 			if a.Symbol == "" {
 				continue
 			}
-			if vars == nil {
-				vars = symbolValues(ef)
-			}
 			n.Args = append([]stapsdt.Arg(nil), n.Args...)
-			n.Args[i] = ripRelative(a, vars, n.PC)
+			n.Args[i] = ripRelative(a, syms, n.PC)
 		}
-		s := usdtSite{note: n, fn: funcs.at(n.PC)}
-		s.offset, s.err = fileOffset(ef, n.PC)
+		s := usdtSite{note: n}
+		if fn, ok := syms.ByAddress(n.PC); ok {
+			s.fn = fn.Name
+		}
+		s.offset, s.err = syms.FileOffset(n.PC)
 		if s.err == nil && n.Semaphore != 0 {
-			s.refCtr, s.err = fileOffset(ef, n.Semaphore)
+			s.refCtr, s.err = syms.FileOffset(n.Semaphore)
 		}
 		if s.err != nil {
-			s.err = fmt.Errorf("%s: probe %s:%s: %w", path, n.Provider, n.Name, s.err)
+			// elfsym's error names the file.
+			s.err = fmt.Errorf("probe %s:%s: %w", n.Provider, n.Name, s.err)
 		}
 		out.sites = append(out.sites, s)
 	}
@@ -311,8 +318,8 @@ func readUSDTFile(path string) (*usdtFile, error) {
 // ripRelative resolves a "sym+off(%rip)" argument to an offset from the
 // probe site: when the uprobe program runs, the pt_regs instruction
 // pointer is the site's address, wherever the file is loaded.
-func ripRelative(a stapsdt.Arg, vars map[string]uint64, pc uint64) stapsdt.Arg {
-	v, ok := vars[a.Symbol]
+func ripRelative(a stapsdt.Arg, syms *elfsym.File, pc uint64) stapsdt.Arg {
+	v, ok := syms.Value(a.Symbol)
 	if !ok {
 		a.Kind, a.Err = stapsdt.Unsupported, fmt.Sprintf("symbol %s not found", a.Symbol)
 		return a
@@ -518,10 +525,8 @@ func (*USDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if prog.Type() != ebpf.Kprobe {
 		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.Kprobe)
 	}
-	// Without the PMU cilium/ebpf would fall back to uprobe_events, which
-	// would outlive a tracer killed before its clean-up.
-	if _, err := os.Stat("/sys/bus/event_source/devices/uprobe"); err != nil {
-		return nil, fmt.Errorf("%s: the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): Linux 4.17+ with CONFIG_UPROBE_EVENTS", pr)
+	if err := checkUprobePMU(); err != nil {
+		return nil, fmt.Errorf("%s: %w", pr, err)
 	}
 	ex, err := link.OpenExecutable(up.path)
 	if err != nil {

@@ -2,7 +2,6 @@ package providers
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 
@@ -56,16 +55,7 @@ int main(int argc, char **argv) {
 	return 0;
 }
 `}, "-O2")
-	cmd := exec.Command(path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
+	cmd, stdin := startPiped(t, path)
 
 	u := NewUSDT()
 	pid := cmd.Process.Pid
@@ -138,16 +128,7 @@ int main(void) {
 	return 0;
 }
 `}, "-O1")
-	cmd := exec.Command(path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
+	cmd, stdin := startPiped(t, path)
 
 	u := NewUSDT()
 	ps, err := u.Probes(Desc{Provider: "regs" + strconv.Itoa(cmd.Process.Pid), Name: "hit"})

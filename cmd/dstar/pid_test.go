@@ -209,10 +209,10 @@ func TestPidLibcAll(t *testing.T) {
 }
 
 // TestPidEvaltime checks where -c holds the command (DTrace's evaltime):
-// at exec the dynamic linker has not yet opened libc, so libc has no
-// probes; at preinit it has, and the linker's opens are past; at main the
-// program's own code is about to run. By default a program without pid
-// probes holds the command at exec, one with them at preinit.
+// at exec the dynamic linker has not yet opened libc (its probes are
+// found from the executable's DT_NEEDED); at preinit it has, and the linker's opens are past; at main the
+// program's own code is about to run. By default every program holds the
+// command at exec.
 func TestPidEvaltime(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("-c holds commands past exec on amd64 only")
@@ -229,18 +229,17 @@ func TestPidEvaltime(t *testing.T) {
 			t.Errorf("evaltime=%q: exit %d, stdout %q, stderr %q", evaltime, r.code, r.stdout, r.stderr)
 		}
 	}
-	r := dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", `pid$target:libc.so.6:getpid:entry`, "-c", prog)
-	if r.code != 1 || !strings.Contains(r.stderr, ":libc.so.6:getpid:entry does not match any probes") {
-		t.Errorf("evaltime=exec, libc probe: exit %d, stderr %q", r.code, r.stderr)
-	}
+	// At exec libc is not mapped yet, but it is found from the
+	// executable's DT_NEEDED, and its uprobe fires once it is mapped.
+	r := dstar(t, 20*time.Second, "-q", "-x", "evaltime=exec", "-n", `pid$target:libc.so.6:getpid:entry { @ = count(); }`, "-c", prog)
+	wantLines(t, r, "sum 284", "1")
 	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=preinit", "-n", opens, "-c", prog)
 	if r.code != 0 || strings.Contains(r.stdout, "open") {
 		t.Errorf("evaltime=preinit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// A pid probe moves the default to preinit: the linker's opens are
-	// past.
+	// A pid probe leaves the default at exec: the linker's opens are seen.
 	r = dstar(t, 20*time.Second, "-q", "-n", opens+` pid$target:a.out:pidt_six:entry { printf("six\n"); }`, "-c", prog)
-	if r.code != 0 || strings.Contains(r.stdout, "open") || !strings.Contains(r.stdout, "six\n") {
+	if r.code != 0 || !strings.Contains(r.stdout, "open libc.so.6\n") || !strings.Contains(r.stdout, "six\n") {
 		t.Errorf("default with a pid probe: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = dstar(t, 20*time.Second, "-q", "-x", "evaltime=main", "-n", `pid$target:a.out:pidt_foo:entry { @ = count(); }`, "-c", prog)
@@ -248,6 +247,22 @@ func TestPidEvaltime(t *testing.T) {
 	r = dstar(t, 20*time.Second, "-x", "evaltime=never", "-n", `BEGIN { exit(0); }`)
 	if r.code != 1 || r.stderr != "dstar: failed to set -x evaltime: Invalid value for specified option\n" {
 		t.Errorf("evaltime=never: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestPidLibraryAtExec checks that, by default, a -c command with a pid
+// probe on a library it has not mapped yet stays held at exec: the probe
+// fires once libc is mapped, and the dynamic linker's very first system
+// call, brk(0), is seen too.
+func TestPidLibraryAtExec(t *testing.T) {
+	prog := pidBuild(t, "pie")
+	r := dstar(t, 20*time.Second, "-q", "-n",
+		`pid$target:libc.so.6:getpid:entry { printf("getpid\n"); }
+		syscall::brk:entry /pid == $target/ { printf("brk %x\n", arg0); }`, "-c", prog)
+	// The program's own output ("sum 284") shares stdout.
+	lines := slices.DeleteFunc(strings.Split(r.stdout, "\n"), func(l string) bool { return strings.HasPrefix(l, "sum ") })
+	if r.code != 0 || lines[0] != "brk 0" || !slices.Contains(lines, "getpid") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -58,14 +58,14 @@ func startHeld(cmdline string) (*child, error) {
 }
 
 // advance runs a child held at exec on to where evaltime (DTrace's option)
-// says, and holds it there: "exec" leaves it; "preinit" stops it at its
+// says, and holds it there: "exec" (or "") leaves it; "preinit" stops it at its
 // executable's entry point, its shared libraries mapped, so that pid
 // probes on them can be found; "postinit" and "main" stop it at main,
 // every initialiser run. It works on amd64 only: elsewhere the child stays
 // at exec, where only its executable's probes can be found. After an error
 // the child can only be killed.
 func (c *child) advance(evaltime string) error {
-	if evaltime == "exec" || runtime.GOARCH != "amd64" {
+	if evaltime == "exec" || evaltime == "" || runtime.GOARCH != "amd64" {
 		return nil
 	}
 	pid := c.cmd.Process.Pid

@@ -195,13 +195,11 @@ func (t *tracer) run() int {
 		return exitError
 	}
 	// -x evaltime says where -c commands are held while probes are found
-	// and attached. By default they stay at exec, so that their first
-	// system call is seen, unless the program uses the pid provider: its
-	// probes on shared libraries need the libraries mapped, so the
-	// commands go on to their entry points (evaltime=preinit) and the
-	// program is compiled again.
-	evaltime := t.opts["evaltime"]
-	if evaltime != "" {
+	// and attached: by default at exec, so that their first system call
+	// is seen. Probes on the shared libraries they have not mapped yet
+	// are found from their executables' DT_NEEDED (procmaps.Load) and
+	// fire once the libraries are mapped.
+	if evaltime := t.opts["evaltime"]; evaltime != "" {
 		if err := advanceAll(kids, evaltime); err != nil {
 			killKids()
 			t.errorf("%v", err)
@@ -209,14 +207,6 @@ func (t *tracer) run() int {
 		}
 	}
 	prog, err := t.compile(target)
-	if evaltime == "" && len(kids) > 0 && t.usesPid(prog, err) {
-		if err := advanceAll(kids, "preinit"); err != nil {
-			killKids()
-			t.errorf("%v", err)
-			return exitError
-		}
-		prog, err = t.compile(target)
-	}
 	if err != nil {
 		killKids()
 		t.compileError(err)
@@ -434,19 +424,15 @@ func (t *tracer) list() int {
 		}
 	}
 	if len(t.cfg.cmds) > 0 {
-		// Held past exec (unless -x evaltime=exec), its libraries' pid
-		// probes can be listed.
+		// Held at exec (or where -x evaltime says): its libraries'
+		// probes are listed, mapped or not yet.
 		k, err := startHeld(t.cfg.cmds[0])
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
 		}
 		defer k.kill()
-		et := evaltime(t.cfg.xopts)
-		if et == "" {
-			et = "preinit"
-		}
-		if err := k.advance(et); err != nil {
+		if err := k.advance(evaltime(t.cfg.xopts)); err != nil {
 			t.errorf("%v", err)
 			return exitError
 		}
@@ -597,9 +583,9 @@ func aggSort(opts map[string]string) output.SortOptions {
 }
 
 // evaltime is the -x evaltime option, for listing (which reads no other
-// options).
+// options): "exec" unless set.
 func evaltime(xopts [][2]string) string {
-	v := ""
+	v := "exec"
 	for _, x := range xopts {
 		if x[0] == "evaltime" {
 			v = x[1]
@@ -616,29 +602,4 @@ func advanceAll(kids []*child, evaltime string) error {
 		}
 	}
 	return nil
-}
-
-// usesPid reports whether a compiled program (or the error compiling it)
-// involves pid probes: a probe of a pidNNN provider, or a pid description
-// that matched nothing (perhaps only because the libraries it names are
-// not mapped yet).
-func (t *tracer) usesPid(prog *dcompiler.Program, err error) bool {
-	isPid := func(provider string) bool {
-		p := t.reg.Lookup(provider)
-		return p != nil && p.Name() == "pid"
-	}
-	var nm *check.NoMatchError
-	if errors.As(err, &nm) {
-		d, perr := providers.ParseDesc(nm.Desc)
-		return perr == nil && isPid(d.Provider)
-	}
-	if err != nil {
-		return false
-	}
-	for _, p := range prog.Probes() {
-		if isPid(p.Provider) {
-			return true
-		}
-	}
-	return false
 }

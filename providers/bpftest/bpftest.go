@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 )
 
@@ -63,20 +65,35 @@ func MainWithDstar(m *testing.M, pkg string, bin *string) {
 // DSTAR_REQUIRE_BPF=1 (.ci/run installs gcc).
 func BuildC(t testing.TB, dir, name, src string, flags ...string) string {
 	t.Helper()
+	return BuildCFiles(t, dir, name, map[string]string{name + ".c": src}, flags...)
+}
+
+// BuildCFiles writes the files srcs (name → text) to dir and runs gcc, in
+// dir, on its .c files with flags, into dir/out, whose path it returns.
+// The flags follow the sources, so that libraries (-lfoo) are linked
+// after the code that needs them. Without gcc the test skips as BuildC's.
+func BuildCFiles(t testing.TB, dir, out string, srcs map[string]string, flags ...string) string {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		Skip(t, "gcc is not installed: it builds the programs user-space probes are tested on (apt-get install gcc)")
 	}
-	c := filepath.Join(dir, name+".c")
-	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+	var files []string
+	for name, text := range srcs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".c") {
+			files = append(files, name)
+		}
 	}
-	out := filepath.Join(dir, name)
-	args := append(append([]string{}, flags...), "-o", out, c)
-	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	sort.Strings(files)
+	cmd := exec.Command(gcc, append(append(files, flags...), "-o", out)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, b)
 	}
-	return out
+	return filepath.Join(dir, out)
 }
 
 // BuildGo builds the Go program src (one main package, no dependencies)

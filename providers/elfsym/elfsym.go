@@ -1,6 +1,7 @@
 // Package elfsym reads the function symbols of ELF executables and shared
 // libraries, for placing uprobes (the pid provider, USDT) and for naming
-// user-space addresses (stack symbolisation).
+// user-space addresses (stack symbolisation), and the addresses of their
+// data objects, which USDT probe operands name (counter+8(%rip)).
 //
 // Symbols come from .symtab and .dynsym; a Go binary stripped of .symtab
 // (go build -ldflags=-s) still has its function table in .gopclntab, which
@@ -71,7 +72,8 @@ type File struct {
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
-	loads  []elf.ProgHeader // PT_LOAD headers
+	data   map[string]uint64 // other defined symbols (objects), by name
+	loads  []elf.ProgHeader  // PT_LOAD headers
 }
 
 // SymbolState says how complete a file's symbols are.
@@ -102,6 +104,16 @@ func (f *File) Lookup(name string) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	return f.syms[i], true
+}
+
+// Value returns the virtual address of the symbol called name, a function
+// or not: a USDT operand such as counter+8(%rip) names a data object.
+func (f *File) Value(name string) (uint64, bool) {
+	if v, ok := f.data[name]; ok {
+		return v, true
+	}
+	s, ok := f.Lookup(name)
+	return s.Value, ok
 }
 
 // ByAddress returns the function containing virtual address addr,
@@ -191,7 +203,7 @@ func parse(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
 	}
 	defer ef.Close()
-	f := &File{Path: path, Type: ef.Type, byName: map[string]int{}}
+	f := &File{Path: path, Type: ef.Type, byName: map[string]int{}, data: map[string]uint64{}}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			f.loads = append(f.loads, p.ProgHeader)
@@ -207,6 +219,12 @@ func parse(path string) (*File, error) {
 	add := func(syms []elf.Symbol, src Source) {
 		for _, s := range syms {
 			t := elf.ST_TYPE(s.Info)
+			if t != elf.STT_FUNC && s.Section != elf.SHN_UNDEF && s.Name != "" {
+				if _, dup := f.data[s.Name]; !dup {
+					f.data[s.Name] = s.Value // .symtab's, added first, wins
+				}
+				continue
+			}
 			if t != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Name == "" {
 				continue
 			}

@@ -110,6 +110,43 @@ func TestCProgram(t *testing.T) {
 	}
 }
 
+// TestValue checks that data objects, which are not functions, are found
+// by Value (USDT operands name them), and functions too.
+func TestValue(t *testing.T) {
+	path := bpftest.BuildC(t, t.TempDir(), "v", `
+long counter = 5;
+static int tab[2] __attribute__((used)) = {1, 2};
+int main(void) { return counter + tab[1]; }
+`, "-O1")
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	for _, name := range []string{"counter", "tab", "main"} {
+		want := uint64(0)
+		for _, s := range syms {
+			if s.Name == name {
+				want = s.Value
+			}
+		}
+		if v, ok := f.Value(name); !ok || v != want || want == 0 {
+			t.Errorf("Value(%q) = %#x, %v; want %#x", name, v, ok, want)
+		}
+	}
+	if _, ok := f.Lookup("counter"); ok {
+		t.Error("Lookup(counter): a data object among the functions")
+	}
+	if _, ok := f.Value("nosuch"); ok {
+		t.Error("Value(nosuch) found")
+	}
+}
+
 func TestCache(t *testing.T) {
 	dir := t.TempDir()
 	path := bpftest.BuildC(t, dir, "p", cProg)

@@ -1,7 +1,8 @@
 // Package procmaps reads a process's memory mappings from /proc/PID/maps:
-// which files (executable, shared libraries) are mapped where. The pid
-// provider uses it to find a process's modules; USDT and user-stack
-// symbolisation use it to turn run-time addresses into file offsets.
+// which files (executable, shared libraries) are mapped where, and, for a
+// process held at exec, which libraries it will map (Load). The pid and
+// usdt providers use it to find a process's modules; user-stack
+// symbolisation uses it to turn run-time addresses into file offsets.
 package procmaps
 
 import (
@@ -114,11 +115,23 @@ func parseLine(line []byte) (Mapping, error) {
 	return m, nil
 }
 
-// Module is one file mapped into a process, with all its mappings.
+// Module is one file mapped into a process, with all its mappings, or one
+// the process will map (Load): then Mappings is empty.
 type Module struct {
 	Path     string
 	Inode    uint64
 	Mappings []Mapping
+}
+
+// FilePath is where the kernel and dstar can open module m of process pid:
+// its path, unless that names another file here (the process lives in
+// another mount namespace), in which case the path under /proc/PID/root.
+func FilePath(pid int, m *Module) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(m.Path, &st); err == nil && st.Ino == m.Inode {
+		return m.Path
+	}
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), m.Path)
 }
 
 // Name is the module's name as DTrace spells it: the file's basename
@@ -164,6 +177,12 @@ func Find(ms []Mapping, addr uint64) (Mapping, bool) {
 		}
 	}
 	return Mapping{}, false
+}
+
+// Exists reports whether process pid exists.
+func Exists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // Executable returns the path of process pid's executable, as the kernel

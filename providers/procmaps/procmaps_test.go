@@ -3,6 +3,7 @@ package procmaps
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,29 @@ func TestReadNoProcess(t *testing.T) {
 	}
 	if _, err := Executable(1 << 30); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Executable: err = %v, want ErrNoProcess", err)
+	}
+}
+
+func TestNeeded(t *testing.T) {
+	exe := "/bin/true"
+	if _, err := os.Stat(exe); err != nil {
+		t.Skip(err)
+	}
+	libs := Needed(os.Getpid(), exe)
+	found := false
+	for _, l := range libs {
+		found = found || strings.HasPrefix(filepath.Base(l), "libc.so")
+	}
+	if !found {
+		t.Errorf("Needed(%s) = %q, want libc among them", exe, libs)
+	}
+}
+
+func TestExists(t *testing.T) {
+	if !Exists(os.Getpid()) {
+		t.Error("Exists(self) = false")
+	}
+	if Exists(1 << 30) {
+		t.Error("Exists(1<<30) = true")
 	}
 }

@@ -4,10 +4,7 @@
 package sdttest
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -27,25 +24,12 @@ func Require(t testing.TB) {
 	}
 }
 
-// Build writes the C files srcs (name → text) to dir and runs gcc on them
-// with args (say "-o", "prog"), in dir. It returns the path of dir/out.
+// Build is bpftest.BuildCFiles for programs that include <sys/sdt.h>:
+// it writes the files srcs (name → text) to dir and runs gcc on the .c
+// ones with args (libraries last), in dir, into dir/out, whose path it
+// returns.
 func Build(t testing.TB, dir, out string, srcs map[string]string, args ...string) string {
 	t.Helper()
 	Require(t)
-	var files []string
-	for name, text := range srcs {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasSuffix(name, ".c") {
-			files = append(files, name)
-		}
-	}
-	sort.Strings(files)
-	cmd := exec.Command("gcc", append(append(files, args...), "-o", out)...) // libraries after sources
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, b)
-	}
-	return filepath.Join(dir, out)
+	return bpftest.BuildCFiles(t, dir, out, srcs, args...)
 }
