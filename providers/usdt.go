@@ -195,6 +195,8 @@ func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
 		}
 		return nil, fmt.Errorf("usdt: failed to examine process %d: %w", pid, err)
 	}
+	// usdtNNN (usdt$target) names every provider of process NNN.
+	anyProvider := d.Provider == "usdt"+strconv.Itoa(pid)
 	var out []*Probe
 	for _, m := range mods {
 		mod := m.Name()
@@ -223,7 +225,7 @@ func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
 				Provider: k.provider + strconv.Itoa(pid), Module: mod, Function: k.fn, Name: k.name,
 				ProgType: ebpf.Kprobe, Private: byKey[k],
 			}
-			if !d.Matches(pr) {
+			if !d.Matches(pr) && !(anyProvider && d.Matches(withProvider(pr, d.Provider))) {
 				continue
 			}
 			pr.ID = u.id(k)
@@ -232,6 +234,14 @@ func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
 		}
 	}
 	return out, nil
+}
+
+// withProvider is a copy of pr under another provider name, to match
+// against.
+func withProvider(pr *Probe, provider string) *Probe {
+	c := *pr
+	c.Provider = provider
+	return &c
 }
 
 // id returns the probe ID of k, the same every time it is asked.

@@ -130,6 +130,20 @@ myprov$target:::types { printf("%d %d %d %d|%d %d\n", arg0, arg1, arg2, arg3, ar
 	}
 }
 
+// TestUSDTAnyProvider: usdt$target names every provider of the target,
+// each probe keeping its own provider's name.
+func TestUSDTAnyProvider(t *testing.T) {
+	bpftest.Require(t)
+	dir := buildUSDTProgs(t)
+	r := dstar(t, 20*time.Second, "-q", "-n", `usdt$target:::tick,usdt$target::lib_fn:libcall { @[strtok(probeprov, "0123456789"), probename] = count(); }`,
+		"-c", dir+"/tick")
+	want := "\n  mylib                                               libcall                                                           3\n" +
+		"  myprov                                              tick                                                              3\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d\nstdout:\n%q\nwant:\n%q\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}
+
 func TestUSDTSharedLibrary(t *testing.T) {
 	bpftest.Require(t)
 	dir := buildUSDTProgs(t)
