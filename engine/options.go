@@ -50,6 +50,8 @@ var options = map[string]optionKind{
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
 	"userland": optUnsupported, "specsize-": optUnsupported,
+	// dstar's own: how stack-keyed aggregations print.
+	"stackfmt": optAny,
 }
 
 // CheckOption validates -x name=value as dtrace(1) would set it, in its
@@ -81,6 +83,9 @@ func CheckOption(name, value string) error {
 		}
 	case optAny:
 		if name == "outputformat" && value != "text" && value != "json" {
+			return bad
+		}
+		if name == "stackfmt" && value != "folded" && value != "default" {
 			return bad
 		}
 		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {

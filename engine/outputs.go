@@ -47,6 +47,8 @@ func (s *Session) setopt(name, val string) error {
 		s.opts.AggSort.ByKey = on
 	case "aggsortrev":
 		s.opts.AggSort.Reverse = on
+	case "stackfmt":
+		s.opts.Folded = val == "folded"
 	default:
 		return fmt.Errorf("couldn't set option \"%s\": it cannot change while tracing", name)
 	}

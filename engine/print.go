@@ -36,6 +36,7 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 func (e *Enabling) output(a *AggData) *output.Aggregation {
 	out := a.Output(e.Prog.Info.Opts.StrSize)
 	out.Sort = e.s.opts.AggSort
+	out.Folded = e.s.opts.Folded
 	e.stateMu.Lock()
 	out.Normal = e.normal[a.Name()]
 	e.stateMu.Unlock()

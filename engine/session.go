@@ -27,6 +27,9 @@ type Options struct {
 	AggSort output.SortOptions
 	// AggPerCPU prints each CPU's part of an aggregation's rows too.
 	AggPerCPU bool
+	// Folded prints stack-keyed aggregations as folded stacks (-x
+	// stackfmt=folded), one line each, for flame graph tools.
+	Folded bool
 	// OnCPU, with CPU, is -x cpu: BEGIN, END and ERROR run on that CPU,
 	// and so do tick-N and profile-N. (The program, compiled with the
 	// same option, records nothing on other CPUs.)

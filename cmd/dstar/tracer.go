@@ -266,7 +266,8 @@ func (t *tracer) run() int {
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
-		OnCPU: onCPU, CPU: cpu,
+		Folded: t.opts["stackfmt"] == "folded",
+		OnCPU:  onCPU, CPU: cpu,
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {

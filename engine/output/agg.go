@@ -44,7 +44,10 @@ type Aggregation struct {
 	StrSize int
 	// Sort says how rows are ordered; the zero value is DTrace's default.
 	Sort SortOptions
-	Rows []Row
+	// Folded prints rows keyed by a stack as folded stacks (-x
+	// stackfmt=folded); see Foldable.
+	Folded bool
+	Rows   []Row
 }
 
 // Row is one key's data.
@@ -94,8 +97,12 @@ type SortOptions struct {
 // followed by an empty line. An aggregation with no rows writes nothing.
 // Nothing is written before the first row: at exit dtrace prints one "\n"
 // before all aggregations (WriteFinal), and printa() without a format prints
-// "\n" before each (WritePrinta).
+// "\n" before each (WritePrinta). With Folded, a stack-keyed aggregation
+// is written as folded stacks instead.
 func WriteAgg(w io.Writer, a *Aggregation) error {
+	if a.Folded && Foldable(a) {
+		return writeFolded(w, a)
+	}
 	rows := append([]Row(nil), a.Rows...)
 	sortRows(a, rows)
 	var b strings.Builder

@@ -70,6 +70,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 			opts.Quiet = s.quiet
 		case "cpu":
 			opts.CPU, opts.OnCPU = engine.ParseCPU(val)
+		case "stackfmt":
+			opts.Folded = val == "folded"
 		case "switchrate":
 			d, err := duration(kv[1])
 			if err != nil {
@@ -409,7 +411,9 @@ func (s *Session) printa(th *starlark.Thread, b *starlark.Builtin, args starlark
 				continue
 			}
 			found = true
-			aggs = append(aggs, a.Output(e.prog.prog.Info.Opts.StrSize))
+			out := a.Output(e.prog.prog.Info.Opts.StrSize)
+			out.Folded = s.opts["stackfmt"] == "folded"
+			aggs = append(aggs, out)
 		}
 	}
 	if n, ok := name.(starlark.String); ok && !found {
