@@ -86,6 +86,8 @@ var moduleFuncs = []struct {
 	impl builtinImpl
 }{
 	{"compile", compileFn},
+	{"flamegraph", flamegraphFn},
+	{"folded", foldedFn},
 	{"probes", probesFn},
 	{"session", sessionFn},
 	{"sleep", sleepFn},

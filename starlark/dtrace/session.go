@@ -616,6 +616,14 @@ func value(v printf.Value) starlark.Value {
 		return starlark.String(v.Str)
 	case printf.FloatValue:
 		return starlark.Float(v.Float)
+	case printf.StackValue:
+		// A tuple, not a list, so that a stack can be part of an
+		// aggregation's key in a dict.
+		frames := make(starlark.Tuple, len(v.Frames))
+		for i, f := range v.Frames {
+			frames[i] = starlark.String(f)
+		}
+		return frames
 	}
 	if v.Signed {
 		return starlark.MakeInt64(v.Int64())
