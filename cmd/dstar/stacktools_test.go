@@ -1,0 +1,184 @@
+package main
+
+// End-to-end tests of the stack tools (profile, offcputime, stackcount):
+// each traces a C program built here, busy in a known chain of functions,
+// and checks that the chain comes out in the tool's folded output root
+// first, and — for profile --svg — in the flame graph as a browser draws
+// it.
+
+import (
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dstar-trace/dstar/engine/flamegraph"
+	"github.com/dstar-trace/dstar/providers/bpftest"
+)
+
+// stackFlags build a program whose every function has a frame pointer,
+// leaves included (gcc -O1 drops a leaf's even with
+// -mno-omit-leaf-frame-pointer), and makes its calls as calls: the kernel
+// walks user stacks by frame pointers, so each function of the chain
+// shows.
+var stackFlags = []string{"-O0", "-fno-omit-frame-pointer"}
+
+// startChain builds src as name and runs it until the test ends; it
+// returns its pid.
+func startChain(t *testing.T, name, src string) int {
+	t.Helper()
+	prog := bpftest.BuildC(t, t.TempDir(), name, src, stackFlags...)
+	cmd := exec.Command(prog)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	// Its libraries are mapped once it runs main; until then its user
+	// stacks could not be named.
+	time.Sleep(200 * time.Millisecond)
+	return cmd.Process.Pid
+}
+
+// spinSrc spins on the CPU in inner, called by middle, by outer, by main,
+// until killed.
+const spinSrc = `
+volatile unsigned long sink;
+__attribute__((noinline)) void inner(void) { for (int i = 0; i < 1000000; i++) sink += i; }
+__attribute__((noinline)) void middle(void) { inner(); sink++; }
+__attribute__((noinline)) void outer(void) { middle(); sink++; }
+int main(void) { for (;;) outer(); }
+`
+
+// runStackTool runs dstar tool args... to its end (-d) and returns its
+// standard output, failing on an error or anything on stderr.
+func runStackTool(t *testing.T, args ...string) string {
+	t.Helper()
+	r := dstar(t, 60*time.Second, append([]string{"tool"}, args...)...)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	return r.stdout
+}
+
+// parseFolded parses a tool's output as folded stacks, failing the test
+// when it is not.
+func parseFolded(t *testing.T, out string) []flamegraph.Stack {
+	t.Helper()
+	stacks, err := flamegraph.ParseFolded(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("not folded stacks: %v\n%s", err, out)
+	}
+	if len(stacks) == 0 {
+		t.Fatalf("no stacks in the output:\n%s", out)
+	}
+	return stacks
+}
+
+// sumMatching adds up the counts of the folded lines of out that match re.
+func sumMatching(out, re string) uint64 {
+	var n uint64
+	for _, m := range regexp.MustCompile(`(?m)^(`+re+`) (\d+)$`).FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(m[len(m)-1], 10, 64)
+		n += v
+	}
+	return n
+}
+
+// TestToolProfile: sampling a spinning process finds it in inner, under
+// middle, outer and main, root first, under its command's name; every
+// line is a folded stack.
+func TestToolProfile(t *testing.T) {
+	bpftest.Require(t)
+	pid := startChain(t, "spin", spinSrc)
+	out := runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "2s", "-F", "199")
+	stacks := parseFolded(t, out)
+	for _, s := range stacks {
+		if s.Frames[0] != "spin" {
+			t.Errorf("a stack of another process, or without its command at the root: %v", s.Frames)
+		}
+	}
+	// About 2 s at 199 Hz, nearly all of it in inner.
+	if n := sumMatching(out, "spin;(?:[^ \n]*;)?spin`main;spin`outer;spin`middle;spin`inner(?:;vmlinux`[^ \n]*)?"); n < 100 {
+		t.Errorf("%d samples in main → outer → middle → inner; output:\n%s", n, out)
+	}
+
+	// -U: user stacks only.
+	out = runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "1s", "-U")
+	for _, s := range parseFolded(t, out) {
+		if strings.Contains(strings.Join(s.Frames, ";"), "vmlinux`") {
+			t.Errorf("-U has a kernel frame: %v", s.Frames)
+		}
+	}
+}
+
+// TestToolOffcputime: a program sleeping in a loop spends its time off
+// CPU in nanosleep, from doze, from main: the kernel's frames (from the
+// system call down to schedule) are above its own.
+func TestToolOffcputime(t *testing.T) {
+	bpftest.Require(t)
+	pid := startChain(t, "dozer", `
+#include <unistd.h>
+__attribute__((noinline)) int nap(void) { usleep(20000); return 1; }
+__attribute__((noinline)) int doze(void) { return nap() + 1; }
+int main(void) { int n = 0; for (;;) n += doze(); return n; }
+`)
+	out := runStackTool(t, "offcputime", "-p", strconv.Itoa(pid), "-d", "2s")
+	parseFolded(t, out)
+	// (nap is not there: usleep's libc frames keep no frame pointer, so
+	// the walk goes from clock_nanosleep to nap's return address, in doze.)
+	re := "dozer;(?:[^ \n]*;)?dozer`main;dozer`doze;libc\\.so\\.6`[^ \n;]*nanosleep[^ \n]*;vmlinux`[^ \n]*do_nanosleep;vmlinux`schedule[^ \n]*"
+	// Asleep nearly all of 2 s: over a second of it, in microseconds.
+	if n := sumMatching(out, re); n < 1000000 {
+		t.Errorf("%d µs off CPU in main → doze → nanosleep → schedule; output:\n%s", n, out)
+	}
+}
+
+// openerSrc opens a file in a loop, in opener, called by main. It makes
+// the system call itself: libc's open64 uses the frame pointer register
+// for data, so a walk from it goes astray.
+const openerSrc = `
+#include <unistd.h>
+__attribute__((noinline)) long opener(void) {
+	long fd;
+	__asm__ volatile ("syscall" : "=a"(fd) : "0"(257L), "D"(-100L), "S"("/dev/null"), "d"(0L) : "rcx", "r11", "memory");
+	close(fd);
+	usleep(1000);
+	return fd;
+}
+int main(void) { for (;;) opener(); }
+`
+
+// TestToolStackcount: stacks at openat's entry, in dtrace's layout, then
+// folded: opener's stack, with the kernel's system call entry above it.
+func TestToolStackcount(t *testing.T) {
+	bpftest.Require(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the traced program makes an x86-64 system call")
+	}
+	pid := startChain(t, "opener", openerSrc)
+	out := runStackTool(t, "stackcount", "-p", strconv.Itoa(pid), "-d", "1s", "syscall::openat:entry")
+	if !strings.HasPrefix(out, "Tracing stacks at syscall::openat:entry... Hit Ctrl-C to end.\n") {
+		t.Errorf("no header:\n%s", out)
+	}
+	// A kernel stack, then the user one, then the count: as dtrace prints
+	// @[stack(), ustack()].
+	layout := regexp.MustCompile("(?m)^ {14}vmlinux`entry_SYSCALL_64[^\n]*\n\n {14}opener`opener\\+0x[0-9a-f]+\n {14}opener`main\\+0x[0-9a-f]+\n(?: {14}[^\n]*\n)* +(\\d+)\n")
+	if m := layout.FindStringSubmatch(out); m == nil {
+		t.Errorf("no kernel and user stack of opener's openat:\n%s", out)
+	} else if n, _ := strconv.Atoi(m[1]); n < 50 {
+		t.Errorf("%d opens counted in 1s, want hundreds:\n%s", n, out)
+	}
+
+	out = runStackTool(t, "stackcount", "-p", strconv.Itoa(pid), "-d", "1s", "-f", "-P", "syscall::openat:entry")
+	parseFolded(t, out)
+	re := "opener;" + strconv.Itoa(pid) + ";(?:[^ \n]*;)?opener`main;opener`opener;vmlinux`entry_SYSCALL_64[^ \n]*"
+	if n := sumMatching(out, re); n < 50 {
+		t.Errorf("%d opens counted in 1s, want hundreds:\n%s", n, out)
+	}
+}
