@@ -7,7 +7,12 @@ package main
 // it.
 
 import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -180,5 +185,95 @@ func TestToolStackcount(t *testing.T) {
 	re := "opener;" + strconv.Itoa(pid) + ";(?:[^ \n]*;)?opener`main;opener`opener;vmlinux`entry_SYSCALL_64[^ \n]*"
 	if n := sumMatching(out, re); n < 50 {
 		t.Errorf("%d opens counted in 1s, want hundreds:\n%s", n, out)
+	}
+}
+
+// The stack tools' command lines: a long option's missing value, no probe.
+func TestStackToolFlags(t *testing.T) {
+	r := dstar(t, 20*time.Second, "tool", "profile", "-h")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: dstar tool profile [-p PID] [-d DURATION] [-F HZ] [-U] [-K] [-I] [--svg FILE]\n") {
+		t.Errorf("-h: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "tool", "offcputime", "--svg")
+	if r.code != 1 || !strings.Contains(r.stderr, "offcputime: option --svg needs a FILE") {
+		t.Errorf("--svg: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "tool", "stackcount")
+	if r.code != 1 || !strings.Contains(r.stderr, "give a probe") {
+		t.Errorf("no probe: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// findChromium returns chromium's path, or skips the test (failing it
+// under DSTAR_REQUIRE_BPF=1, as CI installs chromium).
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	bpftest.Skip(t, "needs chromium for browser tests (apt-get install chromium)")
+	return ""
+}
+
+// chromium runs headless chromium on url with extra flags and returns
+// its standard output; a profile of its own keeps parallel runs apart.
+func chromium(t *testing.T, bin, url string, flags ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1200,600", "--hide-scrollbars"}, flags...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", flags, err, stderr.String())
+	}
+	return out
+}
+
+// TestToolProfileSVGInChromium: dstar tool profile --svg writes a flame
+// graph whose script runs in a browser and shows the sampled program's
+// functions. With DSTAR_FLAMEGRAPH_SHOTS set, the screenshot is kept
+// there as profile.png, for a person to look at.
+func TestToolProfileSVGInChromium(t *testing.T) {
+	bpftest.Require(t)
+	bin := findChromium(t)
+	pid := startChain(t, "spin", spinSrc)
+	svg := filepath.Join(t.TempDir(), "out.svg")
+	out := runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "2s", "--svg", svg)
+	if !regexp.MustCompile(`(?m)^Wrote .*out\.svg: \d+ stacks, \d+ samples$`).MatchString(out) {
+		t.Errorf("output:\n%s", out)
+	}
+
+	dom := chromium(t, bin, "file://"+svg, "--dump-dom")
+	if !bytes.Contains(dom, []byte(`data-ready="`)) {
+		t.Errorf("the flame graph's script did not run to its end")
+	}
+	if !bytes.Contains(dom, []byte("CPU profile: process "+strconv.Itoa(pid))) {
+		t.Errorf("no title in the rendered DOM")
+	}
+	for _, name := range []string{"spin`main", "spin`outer", "spin`middle", "spin`inner"} {
+		if !bytes.Contains(dom, []byte(name)) {
+			t.Errorf("%s is not in the rendered DOM", name)
+		}
+	}
+
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	chromium(t, bin, "file://"+svg, "--screenshot="+shot)
+	data, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Errorf("the screenshot is not a PNG: %v", err)
+	}
+	if dir := os.Getenv("DSTAR_FLAMEGRAPH_SHOTS"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "profile.png"), data, 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 }

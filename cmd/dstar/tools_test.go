@@ -169,7 +169,8 @@ func TestToolHelpAndBadFlags(t *testing.T) {
 		t.Errorf("-z: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	r = dstar(t, 20*time.Second, "tool")
-	for _, name := range []string{"biolatency", "execsnoop", "exitsnoop", "killsnoop", "opensnoop", "runqlat", "syscount", "tcplife"} {
+	for _, name := range []string{"biolatency", "execsnoop", "exitsnoop", "killsnoop", "offcputime", "opensnoop", "profile",
+		"runqlat", "stackcount", "syscount", "tcplife"} {
 		if !regexp.MustCompile(`(?m)^  ` + name + ` +\S`).MatchString(r.stdout) {
 			t.Errorf("tool list has no %s:\n%s", name, r.stdout)
 		}
