@@ -277,3 +277,40 @@ func TestToolProfileSVGInChromium(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedOption: -x stackfmt=folded prints a stack-keyed aggregation
+// as folded stacks, root first, execname as the root frame, offsets gone,
+// and nothing else: no empty line first. setopt() sets it too.
+func TestFoldedOption(t *testing.T) {
+	bpftest.Require(t)
+	prog := bpftest.BuildC(t, t.TempDir(), "chain", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+__attribute__((noinline)) int middle(void) { return leaf() + 1; }
+__attribute__((noinline)) int top(void) { return middle() + 1; }
+int main(void) {
+	int n = 0;
+	for (int i = 0; i < 20; i++) { n += top(); usleep(20000); }
+	return n == 0;
+}
+`, "-O1", "-fno-omit-frame-pointer")
+	const clause = `syscall::getppid:entry /pid == $target/ { @[execname, ustack()] = count(); }`
+	// (leaf is not there: getppid makes no frame; see TestUserStack.)
+	want := regexp.MustCompile("^chain;(?:[^ \n]*;)?chain`main;chain`top;chain`middle;libc\\.so\\.6`getppid 20\n$")
+	for _, args := range [][]string{
+		{"-x", "stackfmt=folded", "-n", clause},
+		{"-n", `BEGIN { setopt("stackfmt", "folded"); } ` + clause},
+	} {
+		r := dstar(t, 30*time.Second, append([]string{"-q", "-c", prog}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		if !want.MatchString(r.stdout) {
+			t.Errorf("%v: stdout:\n%q", args, r.stdout)
+		}
+	}
+	r := dstar(t, 10*time.Second, "-x", "stackfmt=flat", "-n", "BEGIN { exit(0); }")
+	if r.code == 0 || !strings.Contains(r.stderr, "failed to set -x stackfmt: Invalid value for specified option") {
+		t.Errorf("stackfmt=flat: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}

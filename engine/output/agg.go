@@ -139,13 +139,19 @@ func WritePrinta(w io.Writer, a *Aggregation) error {
 
 // WriteFinal writes what dtrace prints when tracing stops: one newline
 // (printed even in quiet mode and even with no aggregations), then each
-// aggregation in turn, with nothing between them. aggs must be in the
+// aggregation in turn, with nothing between them (without the newline when
+// every aggregation prints as folded stacks). aggs must be in the
 // order DTrace numbers aggregation variables: their first appearance in the
 // program. Aggregations already printed by printa() are left out by the
 // caller.
 func WriteFinal(w io.Writer, aggs []*Aggregation) error {
-	if _, err := io.WriteString(w, "\n"); err != nil {
-		return err
+	// Folded stacks are read by other tools, which take an empty line
+	// for a malformed stack: when everything prints folded, the newline
+	// is left out.
+	if !allFolded(aggs) {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
 	}
 	for _, a := range aggs {
 		if err := WriteAgg(w, a); err != nil {

@@ -122,3 +122,14 @@ func Folded(a *Aggregation) []flamegraph.Stack {
 func writeFolded(w io.Writer, a *Aggregation) error {
 	return flamegraph.WriteFolded(w, Folded(a))
 }
+
+// allFolded reports whether there are aggregations and all of them print
+// as folded stacks.
+func allFolded(aggs []*Aggregation) bool {
+	for _, a := range aggs {
+		if !a.Folded || !Foldable(a) {
+			return false
+		}
+	}
+	return len(aggs) > 0
+}

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dstar-trace/dstar/dcompiler/printf"
@@ -18,7 +19,8 @@ func TestFolded(t *testing.T) {
 		{Keys: []printf.Value{user("0xb")}, Value: 2},
 		{Keys: []printf.Value{printf.Stack([]string{"chain`top+0x1"})}, Value: 0},
 	}}
-	if got, want := writeFinal(t, a), "\n0x7f00deadbeef;chain`main;chain`top;chain`middle;libc.so.6`getppid 5\n"; got != want {
+	// At exit, with no newline first: the output is all folded stacks.
+	if got, want := writeFinal(t, a), "0x7f00deadbeef;chain`main;chain`top;chain`middle;libc.so.6`getppid 5\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 
@@ -31,11 +33,16 @@ func TestFolded(t *testing.T) {
 		t.Errorf("got %q, want %q", got, "\n"+want)
 	}
 
-	// Without a stack, or with a distribution, the usual layout.
+	// Without a stack, or with a distribution, the usual layout; and
+	// then the newline before all at exit.
 	c := &Aggregation{Func: Count, Folded: true, Rows: []Row{{Keys: []printf.Value{printf.Str("x")}, Value: 1}}}
 	c2 := *c
 	c2.Folded = false
 	if got, want := writeFinal(t, c), writeFinal(t, &c2); got != want {
 		t.Errorf("no stack: got %q, want %q", got, want)
+	}
+	q := &Aggregation{Func: Quantize, Folded: true, Rows: []Row{{Keys: []printf.Value{printf.Stack([]string{"f+0x1"})}, Buckets: make([]int64, QuantizeBuckets)}}}
+	if got := writeFinal(t, a, q); !strings.HasPrefix(got, "\n0x7f00deadbeef;") || !strings.Contains(got, "\n              f+0x1\n") {
+		t.Errorf("folded and quantize: got %q", got)
 	}
 }
