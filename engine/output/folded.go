@@ -92,11 +92,12 @@ func Foldable(a *Aggregation) bool {
 	case Quantize, Lquantize, Llquantize:
 		return false
 	}
-	for _, r := range a.Rows {
-		_, ok := FoldKey(r.Keys)
-		return ok
+	// Every row's key has the same types: the first one tells.
+	if len(a.Rows) == 0 {
+		return false
 	}
-	return false
+	_, ok := FoldKey(a.Rows[0].Keys)
+	return ok
 }
 
 // Folded returns a foldable aggregation's rows as folded stacks. Rows
