@@ -477,6 +477,9 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	// The stack's built-ins (codegen/stackvars.go).
+	"caller": {Kind: types.Int, Size: 8, Name: "uintptr_t"}, "ucaller": types.Uint64T,
+	"stackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"}, "ustackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"},
 }
 
 // ArgIndex returns n for "argN" (N in 0..9), or -1.
