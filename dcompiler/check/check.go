@@ -409,7 +409,8 @@ func (in *Info) speculationRules(cl *Clause) error {
 				return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
 			}
 			recorded = true
-		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack":
+		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack",
+			"sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
 			recorded = true
 		}
 	}
