@@ -63,7 +63,7 @@ func (e *Enabling) handle(raw []byte) {
 		switch act.Kind {
 		case codegen.ActPrintf:
 			ev.Kind = KindPrintf
-			text.WriteString(act.Format.Sprint(vals))
+			text.WriteString(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 		case codegen.ActTrace:
 			ev.Kind = KindTrace
 			text.WriteString(output.Trace(vals[0], s.opts.Quiet))
@@ -99,7 +99,7 @@ func (e *Enabling) handle(raw []byte) {
 			// output going where dstar's does.
 			ev.Kind = KindPrintf
 			s.mu.Unlock()
-			out := runSystem(act.Format.Sprint(vals))
+			out := runSystem(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 			s.mu.Lock()
 			text.WriteString(out)
 		case codegen.ActCommit, codegen.ActDiscard:

@@ -12,19 +12,20 @@ import (
 
 // TestKernelCaller: at a system call's entry, caller is the first frame
 // stack( ) prints, stackdepth how many it prints, and func( ), sym( ) and
-// mod( ) name caller as dtrace does: module`function, and the module.
+// mod( ) name caller as dtrace does: module`function, and the module;
+// printf's %a names it with its offset, as stack( ) does.
 func TestKernelCaller(t *testing.T) {
 	bpftest.Require(t)
 	r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null", "-n",
 		`syscall::openat:entry /pid == $target/ {
-			stack(); printf("depth=%d\n", stackdepth);
+			stack(); printf("depth=%d\n%a\n", stackdepth, caller);
 			func(caller); printf("\n"); sym(caller); printf("\n"); mod(caller); printf("\n");
 			@[func(caller)] = count(); @deep[stackdepth > 2] = count(); exit(0);
 		}`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	m := regexp.MustCompile("^\n((?: {14}\\S+\n)+)depth=(\\d+)\n  (\\S+) +\n  (\\S+) +\n  (\\S+) +\n").FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile("^\n((?: {14}\\S+\n)+)depth=(\\d+)\n(\\S+)\n  (\\S+) +\n  (\\S+) +\n  (\\S+) +\n").FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("stdout:\n%q", r.stdout)
 	}
@@ -32,12 +33,15 @@ func TestKernelCaller(t *testing.T) {
 	if depth, _ := strconv.Atoi(m[2]); depth != len(frames) {
 		t.Errorf("stackdepth %d, but stack( ) prints %d frames:\n%s", depth, len(frames), m[1])
 	}
-	first, _, _ := strings.Cut(frames[0], "+")
-	if m[3] != first || m[4] != first {
-		t.Errorf("func(caller) %q and sym(caller) %q, want %q (stack( )'s first frame)", m[3], m[4], first)
+	if m[3] != frames[0] {
+		t.Errorf("printf(\"%%a\", caller) = %q, want %q (stack( )'s first frame)", m[3], frames[0])
 	}
-	if m[5] != "vmlinux" {
-		t.Errorf("mod(caller) = %q, want vmlinux", m[5])
+	first, _, _ := strings.Cut(frames[0], "+")
+	if m[4] != first || m[5] != first {
+		t.Errorf("func(caller) %q and sym(caller) %q, want %q", m[4], m[5], first)
+	}
+	if m[6] != "vmlinux" {
+		t.Errorf("mod(caller) = %q, want vmlinux", m[6])
 	}
 	// As a key, padded to 50 columns as dtrace pads it; depth > 2 holds.
 	if !regexp.MustCompile("(?m)^  " + regexp.QuoteMeta(first) + " {2,}1$").MatchString(r.stdout) {
@@ -51,7 +55,8 @@ func TestKernelCaller(t *testing.T) {
 // TestUserCaller: at a user function's entry, ucaller is where it will
 // return to, in the function that called it: ufunc( ) names that
 // function, uaddr( ) the place in it, umod( ) the program; every call
-// made by middle counts as one row whatever the offset.
+// made by middle counts as one row whatever the offset. printf's %A
+// names the place as uaddr( ) does.
 func TestUserCaller(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
@@ -69,7 +74,7 @@ int main(void) {
 	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
 		`pid$target:a.out:leaf:entry {
 			@f[ufunc(ucaller)] = count(); @a[uaddr(ucaller)] = count(); @m[umod(ucaller)] = count();
-			@d[ustackdepth >= 3] = count();
+			@d[ustackdepth >= 3] = count(); printf("%A\n", ucaller);
 		}`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -81,6 +86,7 @@ int main(void) {
 		"(?m)^  callers`top\\+0x[0-9a-f]+ {2,}10$",
 		"(?m)^  callers {2,}30$",
 		"(?m)^ +1 +30$",
+		"(?m)^callers`middle\\+0x[0-9a-f]+$",
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("no line matching %s:\n%s", want, r.stdout)

@@ -581,7 +581,9 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	f, err := printf.Parse(lit.Val)
 	if err == nil {
-		err = f.Check(call.Fn, argTypesFor(argTypes))
+		// With a process to trace (-c, -p), %A takes a plain address:
+		// the consumer names it in the process that fired the probe.
+		err = f.CheckWith(printf.CheckOptions{Func: call.Fn, ExactLen: true, Target: in.Opts.Target != 0}, argTypesFor(argTypes))
 	}
 	if err != nil {
 		tag := "D_PRINTF_FMT"
@@ -592,7 +594,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol:
 		default:
 			return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
