@@ -1,35 +1,60 @@
 package codegen
 
 import (
-	"github.com/cilium/ebpf"
+	"sort"
+	"strings"
+	"sync"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/dstar-trace/dstar/providers"
+	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
 // maxDepth is the deepest stack stackdepth and ustackdepth count: the
 // kernel's walker gives no more (kernel.perf_event_max_stack's default).
 const maxDepth = 127
 
-// bpfSkipMask is BPF_F_SKIP_FIELD_MASK: the low bits of bpf_get_stack's
-// flags say how many frames to leave out at the top.
-const bpfSkipMask = 0xff
+// tracingSlack bounds how many frames of tracing code, after the
+// program's own, a kernel walk is searched for (see providers.TracingFrames).
+const tracingSlack = 8
 
-// tracingFrames is how many kernel frames bpf_get_stack gives, at the top
-// of the walk, for the tracing code that ran a program of type t rather
-// than for the code where the probe fired. A raw tracepoint's program
-// (tp_btf's too) runs from __bpf_trace_<event> through bpf_trace_run<N>,
-// and the walk starts in the program itself: three frames. A perf event's
-// program walks from the interrupted registers, and a tracepoint's from
-// the registers its perf handler saved: none. stack( ) leaves the same
-// frames out when it prints (engine/stacks.go), by their symbols; this
-// count is what the kernel-side built-ins can know without symbols.
-func tracingFrames(t ebpf.ProgramType) int32 {
-	switch t {
-	case ebpf.RawTracepoint, ebpf.Tracing:
-		return 3
+// tracingCode holds where the kernel's tracing functions lie (those
+// whose names providers.TracingFrames may give), read from kallsyms once.
+var tracingCode struct {
+	once sync.Once
+	ext  map[string]ksym.Extent
+}
+
+// rangesOf returns where the kernel functions funcs lie, sorted and
+// merged: none that kallsyms does not show.
+func rangesOf(funcs []string) []ksym.Extent {
+	tracingCode.once.Do(func() {
+		tracingCode.ext, _ = ksym.Extents(func(name string) bool {
+			for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_"} {
+				if strings.HasPrefix(name, p) {
+					return true
+				}
+			}
+			return false
+		})
+	})
+	var rs []ksym.Extent
+	for _, f := range funcs {
+		if e, ok := tracingCode.ext[f]; ok {
+			rs = append(rs, e)
+		}
 	}
-	return 0
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Lo < rs[j].Lo })
+	var merged []ksym.Extent
+	for _, r := range rs {
+		if n := len(merged); n > 0 && r.Lo <= merged[n-1].Hi {
+			merged[n-1].Hi = max(merged[n-1].Hi, r.Hi)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged
 }
 
 // stackVar sets R0 to caller, ucaller, stackdepth or ustackdepth, from a
@@ -57,24 +82,20 @@ func (pg *probeGen) stackVar(name string) {
 		pg.returnAddress()
 		return
 	}
-	frames, skip := maxDepth, int32(0)
-	switch name {
-	case "caller":
-		frames = 1
-	case "ucaller":
-		frames, skip = 1, 1
+	if !user {
+		pg.kernelStackVar(name == "caller")
+		return
 	}
-	flags := skip
-	if user {
-		flags |= bpfUserStack
-	} else {
-		flags += tracingFrames(pg.probe.ProgType)
+	// ucaller: the second frame; ustackdepth: all of them.
+	frames, skip := 1, int32(1)
+	if name == "ustackdepth" {
+		frames, skip = maxDepth, 0
 	}
 	buf := pg.allocScratch(8 * frames)
 	pg.emit(asm.Mov.Reg(asm.R1, regCtx))
 	pg.addrOf(asm.R2, regState, buf)
 	pg.emit(asm.Mov.Imm(asm.R3, int32(8*frames)))
-	pg.emit(asm.Mov.Imm(asm.R4, flags))
+	pg.emit(asm.Mov.Imm(asm.R4, skip|bpfUserStack))
 	pg.call(asm.FnGetStack)
 	if frames == 1 {
 		// The helper zero-fills what it does not write, and all of the
@@ -82,14 +103,74 @@ func (pg *probeGen) stackVar(name string) {
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(buf), asm.DWord))
 		return
 	}
-	// Bytes written, or an error: no frames.
+	pg.framesWritten()
+	pg.untilZero(buf)
+}
+
+// framesWritten turns bpf_get_stack's result in R0 (bytes written, or an
+// error) into a count of frames.
+func (pg *probeGen) framesWritten() {
 	pg.emit(asm.JSGE.Imm(asm.R0, 0, pg.labelNext("depth_ok")))
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
 	pg.label(pg.lastLabel)
 	pg.emit(asm.RSh.Imm(asm.R0, 3))
-	if user {
-		pg.untilZero(buf)
+}
+
+// kernelStackVar sets R0 to caller (or, when caller is false, to
+// stackdepth): it walks the kernel stack without the program's own
+// frames, then passes over the first frames that lie in the tracing code
+// (providers.TracingFrames), found by address.
+func (pg *probeGen) kernelStackVar(caller bool) {
+	program, funcs := providers.TracingFrames(pg.probe)
+	ranges := rangesOf(funcs)
+	frames := tracingSlack + 1
+	if !caller {
+		frames = maxDepth + tracingSlack
 	}
+	buf := pg.allocScratch(8 * (frames + 1))
+	count := buf + 8*frames
+	pg.emit(asm.Mov.Reg(asm.R1, regCtx))
+	pg.addrOf(asm.R2, regState, buf)
+	pg.emit(asm.Mov.Imm(asm.R3, int32(8*frames)))
+	pg.emit(asm.Mov.Imm(asm.R4, int32(program)))
+	pg.call(asm.FnGetStack)
+	pg.framesWritten()
+	pg.emit(asm.StoreMem(regState, int16(count), asm.R0, asm.DWord))
+	done := pg.newLabel("stackvar_done")
+	// Frame i is the first of the probe's own when it is in none of the
+	// ranges (a zero PC, the end of the walk, is in none).
+	last := tracingSlack
+	if len(ranges) == 0 {
+		last = 0
+	}
+	for i := 0; i <= last; i++ {
+		next := pg.newLabel("stackvar_next")
+		pg.emit(asm.LoadMem(asm.R3, regState, int16(buf+8*i), asm.DWord))
+		if i < last {
+			for _, r := range ranges {
+				outside := pg.newLabel("stackvar_out")
+				pg.emit(asm.LoadImm(asm.R4, int64(r.Lo), asm.DWord))
+				pg.emit(asm.JLT.Reg(asm.R3, asm.R4, outside))
+				pg.emit(asm.LoadImm(asm.R4, int64(r.Hi), asm.DWord))
+				pg.emit(asm.JLT.Reg(asm.R3, asm.R4, next))
+				pg.label(outside)
+			}
+		}
+		if caller {
+			pg.emit(asm.Mov.Reg(asm.R0, asm.R3))
+		} else {
+			pg.emit(asm.LoadMem(asm.R0, regState, int16(count), asm.DWord))
+			pg.emit(asm.Sub.Imm(asm.R0, int32(i)))
+			pg.emit(asm.JSGE.Imm(asm.R0, 0, done))
+			pg.emit(asm.Mov.Imm(asm.R0, 0))
+		}
+		if i == last {
+			break // no jump to next: a label there would be unreachable code
+		}
+		pg.emit(asm.Ja.Label(done))
+		pg.label(next)
+	}
+	pg.label(done)
 }
 
 // untilZero cuts the count of frames in R0 at the first zero PC in the
