@@ -165,12 +165,16 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
 
 // rowID identifies the row a stored key merges into: the key itself,
 // except that an address sym( ), usym( ), mod( ) or umod( ) recorded
-// counts by the name it prints (uaddr( )'s name is its address).
+// counts by the name it prints (uaddr( )'s name is its address). The
+// name follows the key, after the NUL that ends the raw part.
 func rowID(key []byte, l *codegen.AggLayout, keys []printf.Value) string {
 	id := string(key)
 	for i, d := range l.Keys {
 		if d.Type.Kind == types.Sym && d.Type.Fn != "uaddr" {
-			id = id[:d.Off] + strings.Repeat("\x00", d.Size) + id[d.Off+d.Size:]
+			// The address goes; a user address's process id stays, as
+			// in dtrace's keys (one row per process and symbol).
+			pc := d.Off + d.Size - 8
+			id = id[:pc] + strings.Repeat("\x00", 8) + id[pc+8:]
 			id += "\x00" + keys[i].Str
 		}
 	}

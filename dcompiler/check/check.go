@@ -614,6 +614,11 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 			a.Class = printf.ClassPointer
 		case types.Int:
 			a.Class = printf.ClassInt
+		case types.Sym:
+			a.Class = printf.ClassSymAddr
+			if t.User {
+				a.Class = printf.ClassUSymAddr
+			}
 		}
 		out[i] = a
 	}
