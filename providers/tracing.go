@@ -2,6 +2,7 @@ package providers
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -41,4 +42,16 @@ func TracingFrames(p *Probe) (program int, funcs []string) {
 		return 0, []string{"__traceiter_" + p.Name, "perf_trace_" + p.Name, "perf_syscall_enter", "perf_syscall_exit"}
 	}
 	return 0, nil
+}
+
+// MayRunPrograms reports whether the kernel function name is of a family
+// TracingFrames may name: callers use it to read the extents of just
+// those from kallsyms.
+func MayRunPrograms(name string) bool {
+	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

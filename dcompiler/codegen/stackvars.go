@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf/asm"
@@ -30,14 +29,9 @@ var tracingCode struct {
 // merged: none that kallsyms does not show.
 func rangesOf(funcs []string) []ksym.Extent {
 	tracingCode.once.Do(func() {
-		tracingCode.ext, _ = ksym.Extents(func(name string) bool {
-			for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_"} {
-				if strings.HasPrefix(name, p) {
-					return true
-				}
-			}
-			return false
-		})
+		// Without kallsyms no frame is passed over: the counts then
+		// include the tracing functions' frames.
+		tracingCode.ext, _ = ksym.Extents(providers.MayRunPrograms)
 	})
 	var rs []ksym.Extent
 	for _, f := range funcs {
