@@ -93,3 +93,33 @@ int main(void) {
 		}
 	}
 }
+
+// TestStackDepthTracing: however the program is run (a raw tracepoint,
+// tp_btf, a perf tracepoint, or a tracepoint with a second handler, which
+// brings in its iterator's frame), stackdepth counts the frames stack( )
+// prints and caller is the first of them.
+func TestStackDepthTracing(t *testing.T) {
+	bpftest.Require(t)
+	const clause = ` /pid == $target/ { stack(); printf("depth=%d\n%a\n", stackdepth, caller); exit(0); }`
+	for _, tc := range []struct{ name, script string }{
+		{"raw tracepoint", `syscall::openat:entry` + clause},
+		{"two handlers", `syscall::openat:entry` + clause + ` sdt:syscalls::sys_enter_openat /pid == $target/ { @n = count(); }`},
+		{"tp_btf", `rawtp:raw_syscalls::sys_enter` + clause},
+		{"tracepoint", `sdt:syscalls::sys_enter_openat` + clause},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null", "-n", tc.script)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			m := regexp.MustCompile("\n((?: {14}\\S+\n)+)depth=(\\d+)\n(\\S+)\n").FindStringSubmatch(r.stdout)
+			if m == nil {
+				t.Fatalf("stdout:\n%q", r.stdout)
+			}
+			frames := strings.Fields(m[1])
+			if depth, _ := strconv.Atoi(m[2]); depth != len(frames) || m[3] != frames[0] {
+				t.Errorf("stackdepth %d and caller %s, but stack( ) prints %d frames:\n%s", depth, m[3], len(frames), m[1])
+			}
+		})
+	}
+}
