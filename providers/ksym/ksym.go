@@ -191,6 +191,11 @@ func Extents(keep func(name string) bool) (map[string]Extent, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.extents(keep), nil
+}
+
+// extents returns where the functions keep selects lie in t.
+func (t *Table) extents(keep func(name string) bool) map[string]Extent {
 	out := map[string]Extent{}
 	for i, name := range t.funcs {
 		if t.addrs[i] == 0 || !keep(name) {
@@ -202,5 +207,5 @@ func Extents(keep func(name string) bool) (map[string]Extent, error) {
 		}
 		out[name] = Extent{t.addrs[i], hi}
 	}
-	return out, nil
+	return out
 }
