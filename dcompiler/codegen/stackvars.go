@@ -186,20 +186,29 @@ func (pg *probeGen) untilZero(buf int) {
 }
 
 // atUserEntry reports whether the probe fires at the first instruction of
-// a user function (pid's entry probes), where the return address is the
-// word at the stack pointer.
+// a user function (pid's entry probes), where the return address is not
+// yet in a frame the walk can find, on an architecture where we know
+// where it is instead.
 func (pg *probeGen) atUserEntry() bool {
-	_, x86 := providers.UserRegNames()["R_RSP"]
-	return x86 && providers.AtUserEntry(pg.probe)
+	regs := providers.UserRegNames()
+	_, x86 := regs["R_RSP"]
+	_, arm64 := regs["R_X30"]
+	return (x86 || arm64) && providers.AtUserEntry(pg.probe)
 }
 
-// returnAddress sets R0 to the user word at the stack pointer (x86-64: the
-// return address at a function's entry), or 0 when it cannot be read.
+// returnAddress sets R0 to the return address at a function's entry: on
+// arm64 the link register (x30); on x86-64 the user word at the stack
+// pointer, or 0 when it cannot be read.
 func (pg *probeGen) returnAddress() {
+	regs := providers.UserRegNames()
+	if lr, ok := regs["R_X30"]; ok {
+		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(8*lr), asm.DWord))
+		return
+	}
 	buf := pg.allocScratch(8)
 	pg.addrOf(asm.R1, regState, buf)
 	pg.emit(asm.Mov.Imm(asm.R2, 8))
-	pg.emit(asm.LoadMem(asm.R3, regCtx, int16(8*providers.UserRegNames()["R_SP"]), asm.DWord))
+	pg.emit(asm.LoadMem(asm.R3, regCtx, int16(8*regs["R_SP"]), asm.DWord))
 	pg.call(asm.FnProbeReadUser) // zero-fills on failure
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(buf), asm.DWord))
 }
