@@ -23,8 +23,11 @@ import (
 func TracingFrames(p *Probe) (program int, funcs []string) {
 	switch p.ProgType {
 	case ebpf.RawTracepoint, ebpf.Tracing:
-		if p.Provider == "dtrace" {
-			return 0, nil
+		if p.Provider == "dtrace" || p.ProgType == ebpf.Tracing && p.AttachType != ebpf.AttachTraceRawTp {
+			// BEGIN and END run in dstar. fentry and fexit (fbt) run
+			// through a trampoline, which this does not know of yet:
+			// only the program's frame is left out.
+			return 1, nil
 		}
 		event := p.Name
 		if p.Provider == "syscall" {
