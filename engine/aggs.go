@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // AggSnapshot is every aggregation of an enabling, merged across CPUs.
@@ -28,7 +30,7 @@ func (a *AggData) Name() string { return a.Layout.Name }
 
 // AggRow is one key of an aggregation and its merged value.
 type AggRow struct {
-	raw   []byte // the key as stored
+	raw   [][]byte // the keys as stored (more than one when symbols merge them)
 	Keys  []printf.Value
 	Count uint64 // updates merged into this row
 	// Value is the result of count, sum, min, max and (rounded down) avg.
@@ -78,42 +80,78 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 // kernel without them falls back to iterating.
 func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
 	data := &AggData{Layout: l}
+	// Keys that print the same symbol are one row, as in dtrace(1):
+	// @[func(caller)] counts by function whatever the offset.
+	rows := map[string]*AggRow{}
+	var order []*AggRow
+	merging := false
+	for _, d := range l.Keys {
+		merging = merging || d.Type.Kind == types.Sym && d.Type.Fn != "uaddr"
+	}
 	add := func(key []byte, vals [][]byte) {
 		newRow := func() *AggRow {
-			r := &AggRow{raw: append([]byte(nil), key...)}
+			r := &AggRow{}
 			if l.Buckets > 0 {
 				r.Buckets = make([]int64, l.Buckets)
 			}
 			return r
 		}
-		row := newRow()
+		var keys []printf.Value
+		for _, d := range l.Keys {
+			keys = append(keys, datum(key, d))
+		}
+		var row *AggRow
+		id := ""
+		if merging {
+			id = rowID(key, l, keys)
+			row = rows[id]
+		}
+		if row == nil {
+			row = newRow()
+			row.Keys = keys
+			if merging {
+				rows[id] = row
+			}
+			order = append(order, row)
+		}
+		row.raw = append(row.raw, append([]byte(nil), key...))
 		for cpu, v := range vals {
 			merge(l, row, v)
 			if perCPU {
-				part := newRow()
-				merge(l, part, v)
-				if part.Count > 0 {
-					finish(l, part)
-					row.PerCPU = append(row.PerCPU, CPUPart{CPU: cpu, Row: part})
+				if len(row.PerCPU) <= cpu {
+					for c := len(row.PerCPU); c < len(vals); c++ {
+						row.PerCPU = append(row.PerCPU, CPUPart{CPU: c, Row: newRow()})
+					}
 				}
+				merge(l, row.PerCPU[cpu].Row, v)
 			}
 		}
-		if row.Count == 0 {
-			return
+	}
+	collect := func() {
+		for _, row := range order {
+			if row.Count == 0 {
+				continue
+			}
+			finish(l, row)
+			parts := row.PerCPU[:0]
+			for _, p := range row.PerCPU {
+				if p.Row.Count > 0 {
+					finish(l, p.Row)
+					parts = append(parts, p)
+				}
+			}
+			row.PerCPU = parts
+			data.Rows = append(data.Rows, row)
 		}
-		finish(l, row)
-		for _, d := range l.Keys {
-			row.Keys = append(row.Keys, datum(key, d))
-		}
-		data.Rows = append(data.Rows, row)
 	}
 	if m.Type() == ebpf.PerCPUHash {
 		if err := readBatched(m, add); err == nil {
+			collect()
 			return data, nil
 		} else if !errors.Is(err, ebpf.ErrNotSupported) {
 			return nil, err
 		}
-		data.Rows = nil
+		rows, order = map[string]*AggRow{}, nil
 	}
 	var key []byte
 	var vals [][]byte
@@ -121,7 +159,26 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
 	for it.Next(&key, &vals) {
 		add(key, vals)
 	}
+	collect()
 	return data, it.Err()
+}
+
+// rowID identifies the row a stored key merges into: the key itself,
+// except that an address sym( ), usym( ), mod( ) or umod( ) recorded
+// counts by the name it prints (uaddr( )'s name is its address). The
+// name follows the key, after the NUL that ends the raw part.
+func rowID(key []byte, l *codegen.AggLayout, keys []printf.Value) string {
+	id := string(key)
+	for i, d := range l.Keys {
+		if d.Type.Kind == types.Sym && d.Type.Fn != "uaddr" {
+			// The address goes; a user address's process id stays, as
+			// in dtrace's keys (one row per process and symbol).
+			pc := d.Off + d.Size - 8
+			id = id[:pc] + strings.Repeat("\x00", 8) + id[pc+8:]
+			id += "\x00" + keys[i].Str
+		}
+	}
+	return id
 }
 
 // readBatched reads a per-CPU hash map in batches, calling add for each
@@ -245,8 +302,10 @@ func (e *Enabling) Trunc(name string, n int) error {
 		return err
 	}
 	for _, r := range dropRows(data.Rows, n) {
-		if err := m.Delete(r.raw); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return err
+		for _, k := range r.raw {
+			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return err
+			}
 		}
 	}
 	return nil

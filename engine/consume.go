@@ -63,7 +63,7 @@ func (e *Enabling) handle(raw []byte) {
 		switch act.Kind {
 		case codegen.ActPrintf:
 			ev.Kind = KindPrintf
-			text.WriteString(act.Format.Sprint(vals))
+			text.WriteString(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 		case codegen.ActTrace:
 			ev.Kind = KindTrace
 			text.WriteString(output.Trace(vals[0], s.opts.Quiet))
@@ -87,6 +87,9 @@ func (e *Enabling) handle(raw []byte) {
 		case codegen.ActStack:
 			ev.Kind = KindTrace
 			text.WriteString(output.Stack(vals[0].Frames))
+		case codegen.ActSym:
+			ev.Kind = KindTrace
+			text.WriteString(output.Symbol(vals[0].Str))
 		case codegen.ActTraceMem:
 			ev.Kind = KindTrace
 			d := act.Args[0]
@@ -96,7 +99,7 @@ func (e *Enabling) handle(raw []byte) {
 			// output going where dstar's does.
 			ev.Kind = KindPrintf
 			s.mu.Unlock()
-			out := runSystem(act.Format.Sprint(vals))
+			out := runSystem(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 			s.mu.Lock()
 			text.WriteString(out)
 		case codegen.ActCommit, codegen.ActDiscard:
@@ -139,6 +142,9 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
 	if d.Type.Kind == types.Stack {
 		return printf.Stack(stackFrames(b, d.Type))
+	}
+	if d.Type.Kind == types.Sym {
+		return symbol(b, d.Type)
 	}
 	if d.Type.Kind == types.Void || d.Type.Kind == types.Struct || d.Type.Kind == types.Array || len(b) < 8 {
 		return printf.Str(string(b)) // raw bytes: tracemem's, or the value print( ) shows

@@ -47,7 +47,7 @@ func writeJSON(w io.Writer, ev *Event) {
 
 func jsonValue(v printf.Value) any {
 	switch v.Kind {
-	case printf.StringValue:
+	case printf.StringValue, printf.SymbolValue:
 		return v.Str
 	case printf.FloatValue:
 		return v.Float

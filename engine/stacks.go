@@ -69,12 +69,13 @@ func stackFrames(b []byte, t *types.Type) []string {
 }
 
 // tracing reports whether s is in a BPF program or in the kernel code
-// that runs one for a tracepoint.
+// that runs one for a tracepoint (providers.TracingFrames names the same
+// functions for stackdepth and caller).
 func tracing(s ksym.Symbol) bool {
 	if s.Module == "bpf" {
 		return true
 	}
-	for _, p := range []string{"bpf_trace_run", "__bpf_trace_", "trace_call_bpf", "perf_trace_", "bpf_prog_"} {
+	for _, p := range []string{"bpf_trace_run", "__bpf_trace_", "trace_call_bpf", "perf_trace_", "bpf_prog_", "__traceiter_", "perf_syscall_"} {
 		if strings.HasPrefix(s.Func, p) {
 			return true
 		}

@@ -459,3 +459,11 @@ func uprobeError(pr *Probe, pp pidProbe, err error) error {
 	}
 	return fmt.Errorf("placing a uprobe on %s at offset %#x: %w", pp.path, pp.offset, err)
 }
+
+// AtUserEntry reports whether p is a pid probe on a function's first
+// instruction, where the stack pointer points at the return address and
+// the caller's frame is not yet linked.
+func AtUserEntry(p *Probe) bool {
+	_, ok := p.Private.(pidProbe)
+	return ok && p.Name == "entry"
+}

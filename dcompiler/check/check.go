@@ -409,7 +409,8 @@ func (in *Info) speculationRules(cl *Clause) error {
 				return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
 			}
 			recorded = true
-		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack":
+		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack",
+			"sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
 			recorded = true
 		}
 	}
@@ -477,6 +478,9 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	// The stack's built-ins (codegen/stackvars.go).
+	"caller": {Kind: types.Int, Size: 8, Name: "uintptr_t"}, "ucaller": types.Uint64T,
+	"stackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"}, "ustackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"},
 }
 
 // ArgIndex returns n for "argN" (N in 0..9), or -1.
@@ -577,7 +581,9 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	f, err := printf.Parse(lit.Val)
 	if err == nil {
-		err = f.Check(call.Fn, argTypesFor(argTypes))
+		// With a process to trace (-c, -p), %A takes a plain address:
+		// the consumer names it in the process that fired the probe.
+		err = f.CheckWith(printf.CheckOptions{Func: call.Fn, ExactLen: true, Target: in.Opts.Target != 0}, argTypesFor(argTypes))
 	}
 	if err != nil {
 		tag := "D_PRINTF_FMT"
@@ -588,7 +594,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol:
 		default:
 			return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
@@ -608,6 +614,11 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 			a.Class = printf.ClassPointer
 		case types.Int:
 			a.Class = printf.ClassInt
+		case types.Sym:
+			a.Class = printf.ClassSymAddr
+			if t.User {
+				a.Class = printf.ClassUSymAddr
+			}
 		}
 		out[i] = a
 	}

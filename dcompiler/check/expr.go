@@ -208,6 +208,7 @@ func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate", "stack", "ustack",
+		"sym", "func", "mod", "usym", "ufunc", "umod", "uaddr",
 		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok", "d_path":
 		return true
 	}
@@ -534,7 +535,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
 		}
 		for i, k := range keys {
-			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User {
+			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_AGG_KEY_TYPE", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
 			if k.Size > a.Keys[i].Size {
@@ -575,6 +576,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	switch e.Fn {
 	case "stack", "ustack":
 		return in.stackType(e)
+	case "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
+		return in.symType(e, argTypes)
 	case "printf":
 		if len(e.Args) == 0 {
 			return nil, in.errorf(e.Pos, "D_PRINTF_ARG_FMT", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")

@@ -9,10 +9,11 @@ import (
 // (kernel.perf_event_max_stack's default).
 const maxFrames = 127
 
-// allowStack notes that x, if it is a stack( ) or ustack( ) call, stands
-// where a stack may: as a statement (the action) or an aggregation key.
+// allowStack notes that x, if it is a stack( ) or ustack( ) call, or one
+// of the functions that print an address by name (SymFuncs), stands where
+// one may: as a statement (the action) or an aggregation key.
 func (in *Info) allowStack(x ast.Expr) {
-	if c, ok := x.(*ast.Call); ok && (c.Fn == "stack" || c.Fn == "ustack") {
+	if c, ok := x.(*ast.Call); ok && (c.Fn == "stack" || c.Fn == "ustack" || SymFuncs[c.Fn] != "") {
 		if in.stackOK == nil {
 			in.stackOK = map[*ast.Call]bool{}
 		}
@@ -52,4 +53,29 @@ func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_STACK_USE", "%s( ) may only be used as an action or as an aggregation key", e.Fn)
 	}
 	return types.StackT(frames, user), nil
+}
+
+// SymFuncs are the functions that record an address for the consumer to
+// print by name, each with the form it prints (func and ufunc are
+// DTrace's other names for sym and usym).
+var SymFuncs = map[string]string{
+	"sym": "sym", "func": "sym", "mod": "mod",
+	"usym": "usym", "ufunc": "usym", "umod": "umod", "uaddr": "uaddr",
+}
+
+// symType checks sym(addr) and its kin. Like stack( ), they are actions:
+// as a statement or an aggregation key the address is recorded, with the
+// process id for a user address, and printed by name.
+func (in *Info) symType(e *ast.Call, argTypes []*types.Type) (*types.Type, error) {
+	if len(e.Args) != 1 {
+		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, 1 expected", e.Fn, len(e.Args), plural(len(e.Args)))
+	}
+	if !argTypes[0].IsScalar() {
+		return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", e.Fn, argTypes[0])
+	}
+	if !in.stackOK[e] {
+		return nil, in.errorf(e.Pos, "D_CG_EXPR", "action function %s( ) may not be called from a D expression (D program context required)", e.Fn)
+	}
+	fn := SymFuncs[e.Fn]
+	return types.SymT(fn, fn[0] == 'u'), nil
 }

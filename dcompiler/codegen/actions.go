@@ -21,6 +21,9 @@ func isRecording(call *ast.Call) bool {
 		"setopt", "freopen", "ftruncate", "stack", "ustack":
 		return true
 	}
+	if check.SymFuncs[call.Fn] != "" {
+		return true
+	}
 	return check.AggActions[call.Fn]
 }
 
@@ -95,6 +98,15 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			args = nil
 		case "stack", "ustack":
 			act.Kind = ActStack
+			t, err := pg.in.TypeOf(call, pg.env)
+			if err != nil {
+				return nil, err
+			}
+			act.Args = append(act.Args, Datum{Off: rec.Size, Size: t.Size, Type: t})
+			rec.Size += t.Size
+			args = nil
+		case "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
+			act.Kind = ActSym
 			t, err := pg.in.TypeOf(call, pg.env)
 			if err != nil {
 				return nil, err
@@ -231,6 +243,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	if call.Fn == "stack" || call.Fn == "ustack" {
 		pg.stackInto(act.Args[0].Type, regRecord, act.Args[0].Off)
 		return nil
+	}
+	if check.SymFuncs[call.Fn] != "" {
+		return pg.symInto(act.Args[0].Type, call, regRecord, act.Args[0].Off)
 	}
 	if call.Fn == "tracemem" {
 		// Kernel memory, or the process's when that fails.

@@ -240,6 +240,12 @@ func (pg *probeGen) aggKey(l *AggLayout, keys []ast.Expr, off int) error {
 			pg.stackInto(d.Type, regState, off+d.Off)
 			continue
 		}
+		if d.Type.Kind == types.Sym {
+			if err := pg.symInto(d.Type, k, regState, off+d.Off); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.Type.IsString() {
 			pg.zero(regState, off+d.Off, d.Size)
 			if err := pg.strInto(k, regState, off+d.Off, d.Type.Size); err != nil {

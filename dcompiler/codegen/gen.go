@@ -241,7 +241,7 @@ func keyLayout(ts []*types.Type) ([]Datum, int) {
 	off := 0
 	for _, k := range ts {
 		size := 8
-		if k.IsString() || k.Kind == types.Stack {
+		if k.IsString() || k.Kind == types.Stack || k.Kind == types.Sym {
 			size = align8(k.Size)
 		}
 		ds = append(ds, Datum{Off: off, Size: size, Type: k})

@@ -123,6 +123,7 @@ const (
 	ActTraceMem  // Args[0] holds the bytes read
 	ActPrint     // Args[0] holds the address, Args[1] the bytes there, typed
 	ActStack     // Args[0] holds a stack (types.StackT's layout)
+	ActSym       // Args[0] holds an address to print by name (types.SymT's layout)
 	// Output actions the consumer carries out: Args hold their strings.
 	ActSetopt
 	ActFreopen

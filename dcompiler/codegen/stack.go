@@ -3,6 +3,7 @@ package codegen
 import (
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
@@ -43,4 +44,22 @@ func (pg *probeGen) stackInto(t *types.Type, base asm.Register, off int) {
 		pg.emit(asm.Or.Reg(asm.R0, asm.R1))
 	}
 	pg.emit(asm.StoreMem(base, int16(off), asm.R0, asm.DWord))
+}
+
+// symInto writes at base+off what sym( ) and its kin record (see
+// types.SymT): the address the argument of call (sym(addr) or its kin)
+// evaluates to, and for a user address the process id before it.
+func (pg *probeGen) symInto(t *types.Type, call ast.Expr, base asm.Register, off int) error {
+	x := call.(*ast.Call).Args[0]
+	if t.User {
+		pg.call(asm.FnGetCurrentPidTgid)
+		pg.emit(asm.RSh.Imm(asm.R0, 32))
+		pg.emit(asm.StoreMem(base, int16(off), asm.R0, asm.DWord))
+		off += 8
+	}
+	if err := pg.expr(x); err != nil {
+		return err
+	}
+	pg.emit(asm.StoreMem(base, int16(off), asm.R0, asm.DWord))
+	return nil
 }

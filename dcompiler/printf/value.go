@@ -16,6 +16,7 @@ const (
 	StringValue
 	FloatValue
 	StackValue
+	SymbolValue // an address named by sym( ), mod( ), usym( ) and the like
 )
 
 // Value is one recorded datum: an integer of a given size and signedness,
@@ -34,6 +35,9 @@ type Value struct {
 	Str string
 	// Float is the number, for a FloatValue.
 	Float float64
+	// For a SymbolValue, Str is the name it prints and Bits the address
+	// it sorts by.
+
 	// Frames are a stack's frames, innermost first, as text
 	// (vmlinux`do_sys_openat2+0x5a), for a StackValue.
 	Frames []string
@@ -56,6 +60,11 @@ func Str(s string) Value { return Value{Kind: StringValue, Str: s} }
 
 // Stack returns a stack value.
 func Stack(frames []string) Value { return Value{Kind: StackValue, Frames: frames} }
+
+// Symbol returns an address named text, which sorts as addr.
+func Symbol(text string, addr uint64) Value {
+	return Value{Kind: SymbolValue, Str: text, Bits: addr, Size: 8}
+}
 
 // Float returns a floating-point value.
 func Float(f float64) Value { return Value{Kind: FloatValue, Float: f} }
@@ -98,7 +107,7 @@ func (v Value) Int64() int64 {
 // String returns the value as trace() would show it in quiet mode.
 func (v Value) String() string {
 	switch v.Kind {
-	case StringValue:
+	case StringValue, SymbolValue:
 		return v.Str
 	case FloatValue:
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)

@@ -16,6 +16,7 @@ const (
 	Struct // a kernel struct or union (BTF holds its layout)
 	Array  // an array of Len elements of Elem
 	Stack  // stack( ) or ustack( ): Len program counters (User says whose)
+	Sym    // an address sym( ), mod( ), usym( ) and the like print by name (Fn says how)
 )
 
 // Type is a D type. Integers and pointers live in 64-bit registers; Size
@@ -28,7 +29,8 @@ type Type struct {
 	Elem   *Type  // pointed-to type, for pointers; element type, for arrays
 	Len    int    // elements, for arrays
 	BTF    any    // the kernel type (a *btf.Struct or *btf.Union), for structs
-	User   bool   // a user stack, for stacks
+	User   bool   // a user stack or address, for stacks and Sym
+	Fn     string // for Sym: the function that names it (sym, mod, usym, umod or uaddr)
 }
 
 // Common types.
@@ -61,6 +63,17 @@ func StackT(frames int, user bool) *Type {
 		name, room = "ustack", frames
 	}
 	return &Type{Kind: Stack, Size: 8 * (room + 1), Len: frames, Name: name, User: user}
+}
+
+// SymT returns the type of an address that fn (sym, mod, usym, umod or
+// uaddr; func and ufunc are sym and usym) prints by name: DTrace's
+// _symaddr and _usymaddr. In memory a kernel address is one u64; a user
+// address is the process id and then the address, to find its symbols by.
+func SymT(fn string, user bool) *Type {
+	if user {
+		return &Type{Kind: Sym, Size: 16, Name: "_usymaddr", User: true, Fn: fn}
+	}
+	return &Type{Kind: Sym, Size: 8, Name: "_symaddr", Fn: fn}
 }
 
 // StackSlack is how many frames of tracing code a kernel stack may start

@@ -183,6 +183,8 @@ func (a *Aggregation) key(k printf.Value) string {
 		return " " + padLeft(strconv.FormatFloat(k.Float, 'g', -1, 64), 16)
 	case printf.StackValue:
 		return Stack(k.Frames)
+	case printf.SymbolValue:
+		return Symbol(k.Str)
 	}
 	switch k.Size {
 	case 1:

@@ -126,6 +126,11 @@ func RawBytes(buf []byte) string {
 	return b.String()
 }
 
+// Symbol is an address as sym( ), mod( ), usym( ) and the like print it,
+// as an action and as an aggregation key alike: in 50 columns after two
+// spaces, quiet or not (dt_print_sym's format).
+func Symbol(name string) string { return "  " + padRight(name, 50) }
+
 // StackIndent is how far dtrace(1) indents each frame of a stack.
 const StackIndent = 14
 

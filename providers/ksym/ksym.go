@@ -172,3 +172,40 @@ func (t *Table) Address(name string) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// Extent is where a function's code lies: [Lo, Hi), from its address to
+// the next symbol's.
+type Extent struct{ Lo, Hi uint64 }
+
+// Extents returns where the functions keep selects lie, read afresh from
+// /proc/kallsyms. It does not fill Kernel's table: that one is read when
+// first needed, so that it names the BPF programs loaded by then (the
+// compiler asks for extents before any program is loaded).
+func Extents(keep func(name string) bool) (map[string]Extent, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := Parse(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	return t.extents(keep), nil
+}
+
+// extents returns where the functions keep selects lie in t.
+func (t *Table) extents(keep func(name string) bool) map[string]Extent {
+	out := map[string]Extent{}
+	for i, name := range t.funcs {
+		if t.addrs[i] == 0 || !keep(name) {
+			continue
+		}
+		hi := t.addrs[i] + maxGap
+		if i+1 < len(t.addrs) && t.mods[i+1] == t.mods[i] {
+			hi = t.addrs[i+1]
+		}
+		out[name] = Extent{t.addrs[i], hi}
+	}
+	return out
+}

@@ -75,3 +75,26 @@ func BenchmarkKernelParse(b *testing.B) {
 		}
 	}
 }
+
+func TestExtents(t *testing.T) {
+	tab, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tab.extents(func(name string) bool { return name != "helper" })
+	want := map[string]Extent{
+		// Up to the next function; the last of a module gets maxGap.
+		"_text":         {0xffffffff81000000, 0xffffffff81000100},
+		"do_syscall_64": {0xffffffff81000100, 0xffffffff81000200},
+		"ext4_open":     {0xffffffffc0001000, 0xffffffffc0001080},
+		"ext4_read":     {0xffffffffc0001080, 0xffffffffc0001080 + maxGap},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %#x, want %#x", name, got[name], w)
+		}
+	}
+	if _, ok := got["helper"]; ok {
+		t.Errorf("helper was not asked for: %v", got)
+	}
+}

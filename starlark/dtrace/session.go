@@ -612,7 +612,7 @@ func newEvent(ev *engine.Event) *starlarkstruct.Struct {
 // value converts a recorded datum to Starlark.
 func value(v printf.Value) starlark.Value {
 	switch v.Kind {
-	case printf.StringValue:
+	case printf.StringValue, printf.SymbolValue:
 		return starlark.String(v.Str)
 	case printf.FloatValue:
 		return starlark.Float(v.Float)

@@ -1,0 +1,60 @@
+package providers
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// TracingFrames says which frames at the top of a kernel stack walked by
+// p's program belong to the code that ran the program rather than to
+// where p fired, so that stackdepth and caller can leave them out (as the
+// consumer leaves them out of stack( ), by their symbols).
+//
+// program is how many frames the program itself makes: a raw tracepoint's
+// walk starts in it; a tracepoint's starts at the registers its perf
+// handler saved, a perf event's at the interrupted ones, a uprobe's in
+// user mode. funcs names the kernel functions that may come next on the
+// way from the probe site to the program: the tracepoint's iterator
+// (__traceiter_<event>, there when more than one handler is attached),
+// its BPF or perf wrapper (not always a frame of its own: the compiler
+// may make it a jump), and bpf_trace_run<N>.
+func TracingFrames(p *Probe) (program int, funcs []string) {
+	switch p.ProgType {
+	case ebpf.RawTracepoint, ebpf.Tracing:
+		if p.Provider == "dtrace" || p.ProgType == ebpf.Tracing && p.AttachType != ebpf.AttachTraceRawTp {
+			// BEGIN and END run in dstar. fentry and fexit (fbt) run
+			// through a trampoline, which this does not know of yet:
+			// only the program's frame is left out.
+			return 1, nil
+		}
+		event := p.Name
+		if p.Provider == "syscall" {
+			event = "sys_enter"
+			if p.Name == "return" {
+				event = "sys_exit"
+			}
+		}
+		funcs = []string{"__traceiter_" + event, "__bpf_trace_" + event}
+		for n := 1; n <= 12; n++ {
+			funcs = append(funcs, "bpf_trace_run"+strconv.Itoa(n))
+		}
+		return 1, funcs
+	case ebpf.TracePoint:
+		return 0, []string{"__traceiter_" + p.Name, "perf_trace_" + p.Name, "perf_syscall_enter", "perf_syscall_exit"}
+	}
+	return 0, nil
+}
+
+// MayRunPrograms reports whether the kernel function name is of a family
+// TracingFrames may name: callers use it to read the extents of just
+// those from kallsyms.
+func MayRunPrograms(name string) bool {
+	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
