@@ -19,9 +19,11 @@ package elfsym
 import (
 	"debug/elf"
 	"debug/gosym"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -69,6 +71,8 @@ type File struct {
 	Type elf.Type    // ET_EXEC (non-PIE executable) or ET_DYN (PIE or library)
 	Go   bool        // the file has a .gopclntab: a Go binary
 	Sym  SymbolState // whether it has .symtab
+	// BuildID is the file's GNU build ID (.note.gnu.build-id), or nil.
+	BuildID []byte
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -210,6 +214,7 @@ func parse(path string) (*File, error) {
 		}
 	}
 	f.Go = ef.Section(".gopclntab") != nil
+	f.BuildID = buildID(ef)
 
 	type key struct {
 		name  string
@@ -312,3 +317,40 @@ func goFuncs(ef *elf.File) ([]Symbol, error) {
 	}
 	return out, nil
 }
+
+// buildID returns the GNU build ID note's descriptor, or nil.
+func buildID(ef *elf.File) []byte {
+	sec := ef.Section(".note.gnu.build-id")
+	if sec == nil {
+		return nil
+	}
+	b, err := sec.Data()
+	if err != nil || len(b) < 16 {
+		return nil
+	}
+	order := ef.ByteOrder
+	namesz, descsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+	desc := 12 + (namesz+3)&^3
+	const ntGNUBuildID = 3
+	if typ != ntGNUBuildID || uint64(desc)+uint64(descsz) > uint64(len(b)) {
+		return nil
+	}
+	return b[desc : desc+descsz]
+}
+
+// DebugFile returns the symbols of f's separate debug file, installed by
+// a distribution's debug package under /usr/lib/debug/.build-id by f's
+// build ID: a stripped library's local functions (libc's
+// __libc_start_call_main) are named only there. Its symbols have f's
+// virtual addresses. It fails when f has no build ID or no debug file is
+// installed.
+func DebugFile(f *File) (*File, error) {
+	if len(f.BuildID) < 2 {
+		return nil, fmt.Errorf("%s: no build ID", f.Path)
+	}
+	id := hex.EncodeToString(f.BuildID)
+	return Open(filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
+}
+
+// debugDir is where debug files are installed.
+const debugDir = "/usr/lib/debug"
