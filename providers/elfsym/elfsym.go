@@ -166,10 +166,28 @@ type cacheKey struct {
 	size, mtim int64
 }
 
+// cache holds the parsed files, least recently used first out once
+// they hold more than cacheBudget symbols in all: a system-wide profile
+// running for hours meets every program on the system, and every test
+// binary built and deleted meanwhile.
 var cache = struct {
 	sync.Mutex
-	files map[cacheKey]*File
-}{files: map[cacheKey]*File{}}
+	files map[cacheKey]*cached
+	syms  int    // symbols held, all files
+	tick  uint64 // use counter
+}{files: map[cacheKey]*cached{}}
+
+type cached struct {
+	f    *File
+	used uint64 // cache.tick at last use
+}
+
+// cacheBudget is how many symbols the cache holds: some tens of MiB,
+// the files a machine's busy programs map several times over.
+var cacheBudget = 1 << 18
+
+// weight is what a file counts for against cacheBudget.
+func (f *File) weight() int { return len(f.syms) + len(f.data) + 1 }
 
 // Open returns the symbols of the ELF file at path, parsing it on first use
 // and from the cache afterwards (until the file changes).
@@ -180,10 +198,14 @@ func Open(path string) (*File, error) {
 	}
 	key := cacheKey{path, uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}
 	cache.Lock()
-	f := cache.files[key]
+	c := cache.files[key]
+	if c != nil {
+		cache.tick++
+		c.used = cache.tick
+	}
 	cache.Unlock()
-	if f != nil {
-		return f, nil
+	if c != nil {
+		return c.f, nil
 	}
 	f, err := parse(path)
 	if err != nil {
@@ -191,12 +213,26 @@ func Open(path string) (*File, error) {
 	}
 	cache.Lock()
 	// Drop older versions of the same path: they are stale.
-	for k := range cache.files {
+	for k, c := range cache.files {
 		if k.path == path {
+			cache.syms -= c.f.weight()
 			delete(cache.files, k)
 		}
 	}
-	cache.files[key] = f
+	cache.tick++
+	cache.files[key] = &cached{f: f, used: cache.tick}
+	cache.syms += f.weight()
+	for cache.syms > cacheBudget && len(cache.files) > 1 {
+		var oldest cacheKey
+		first := true
+		for k, c := range cache.files {
+			if first || c.used < cache.files[oldest].used {
+				oldest, first = k, false
+			}
+		}
+		cache.syms -= cache.files[oldest].f.weight()
+		delete(cache.files, oldest)
+	}
 	cache.Unlock()
 	return f, nil
 }

@@ -268,3 +268,42 @@ func TestDebugFile(t *testing.T) {
 		t.Errorf("ByAddress(%#x) = %v, %v", s.Value+1, got, ok)
 	}
 }
+
+// TestCacheBudget: past its budget the cache lets the least recently
+// used file go, and keeps the one just used.
+func TestCacheBudget(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skipf("no %s", libc)
+	}
+	saved := cacheBudget
+	defer func() { cacheBudget = saved }()
+	cache.Lock()
+	clear(cache.files)
+	cache.syms = 0
+	cache.Unlock()
+	a, err := Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheBudget = a.weight() // room for one file
+	if _, err := Open(libc); err != nil {
+		t.Fatal(err)
+	}
+	cache.Lock()
+	n, syms := len(cache.files), cache.syms
+	cache.Unlock()
+	if n != 1 {
+		t.Errorf("%d files cached past the budget, want 1", n)
+	}
+	if b, _ := Open(libc); syms != b.weight() {
+		t.Errorf("cache counts %d symbols, holds %d", syms, b.weight())
+	}
+	if b, _ := Open(exe); b == a {
+		t.Error("the file evicted was not parsed again")
+	}
+}
