@@ -29,7 +29,10 @@ import (
 type Symbolizer struct {
 	mu        sync.Mutex
 	procs     map[int]*process
-	followers map[*procmaps.Follower]bool
+	// followers follow watched processes' mappings; each has the set of
+	// processes it has seen (the watched one and its children).
+	followers map[*procmaps.Follower]map[int]bool
+	pruned    time.Time // when procs was last pruned
 	// files are the mapped files' symbols by device, inode and path, so
 	// that a frame costs no system call (elfsym.Open checks the file's
 	// version with stat): a profile has hundreds of thousands of frames
@@ -50,17 +53,18 @@ type symFile struct {
 	f, debug *elfsym.File
 }
 
-// maxFiles bounds files: past it the cache starts again, so a session
-// that profiles for days as programs are rebuilt does not keep every
-// version it ever saw.
-const maxFiles = 4096
+// maxFiles bounds files: past it the cache starts again. It is also
+// emptied at each prune, so that it never keeps alive a file elfsym's
+// own bounded cache has let go.
+const maxFiles = 256
 
 // process is what is known of one process's mappings.
 type process struct {
 	maps    []procmaps.Mapping
 	read    time.Time
 	gone    bool // the process has exited: maps is its last reading
-	watched bool
+	watches int  // how many watches keep it (Watch, and its children)
+	used    time.Time
 	// made are the mappings the kernel recorded the process making
 	// (procmaps.Follow), oldest first: what serves for addresses the
 	// last reading of maps does not cover.
@@ -73,8 +77,8 @@ const refresh = 100 * time.Millisecond
 
 // New returns an empty Symbolizer.
 func New() *Symbolizer {
-	return &Symbolizer{procs: map[int]*process{}, followers: map[*procmaps.Follower]bool{},
-		files: map[fileKey]*symFile{}}
+	return &Symbolizer{procs: map[int]*process{}, followers: map[*procmaps.Follower]map[int]bool{},
+		files: map[fileKey]*symFile{}, pruned: time.Now()}
 }
 
 // Watch keeps process pid's mappings current until it exits (or stop is
@@ -84,10 +88,9 @@ func (s *Symbolizer) Watch(pid int, every time.Duration, stop <-chan struct{}) {
 	// of following would be missed.
 	fo, err := procmaps.Follow(pid)
 	s.mu.Lock()
-	p := s.proc(pid)
-	p.watched = true
+	s.proc(pid).watches++
 	if err == nil {
-		s.followers[fo] = true
+		s.followers[fo] = map[int]bool{pid: true}
 	}
 	s.mu.Unlock()
 	s.reread(pid)
@@ -98,13 +101,7 @@ func (s *Symbolizer) Watch(pid int, every time.Duration, stop <-chan struct{}) {
 		for {
 			select {
 			case <-stop:
-				if fo != nil {
-					s.drain()
-					s.mu.Lock()
-					delete(s.followers, fo)
-					s.mu.Unlock()
-					fo.Close()
-				}
+				s.unwatch(pid, fo)
 				return
 			case <-t.C:
 				s.drain()
@@ -116,15 +113,59 @@ func (s *Symbolizer) Watch(pid int, every time.Duration, stop <-chan struct{}) {
 	}()
 }
 
+// unwatch ends a watch of pid and its follower fo (nil if following
+// failed): the processes it kept are pruned once they are gone.
+func (s *Symbolizer) unwatch(pid int, fo *procmaps.Follower) {
+	if fo != nil {
+		s.drain()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc(pid).watches--
+	if fo != nil {
+		for child := range s.followers[fo] {
+			if child != pid {
+				s.proc(child).watches--
+			}
+		}
+		delete(s.followers, fo)
+		fo.Close()
+	}
+}
+
 // drain moves the mappings the followers recorded to their processes.
 func (s *Symbolizer) drain() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for fo := range s.followers {
+	for fo, seen := range s.followers {
 		for _, m := range fo.Read() {
 			p := s.proc(m.Pid)
-			p.watched = true // a child of a watched process
+			if !seen[m.Pid] {
+				seen[m.Pid] = true
+				p.watches++ // a child of the watched process
+			}
 			p.made = append(p.made, m.Mapping)
+		}
+	}
+}
+
+// How often procs is pruned, and how long a live process unused since
+// is kept: a system-wide profile sees thousands of processes come and
+// go, and a session may run for days.
+const (
+	pruneEvery = 10 * time.Second
+	idle       = time.Minute
+)
+
+// prune forgets the processes no watch keeps that have exited or have
+// not been looked up for a while. Called with s.mu held.
+func (s *Symbolizer) prune() {
+	now := time.Now()
+	s.pruned = now
+	clear(s.files)
+	for pid, p := range s.procs {
+		if p.watches <= 0 && (p.gone || now.Sub(p.used) > idle) {
+			delete(s.procs, pid)
 		}
 	}
 }
@@ -217,7 +258,12 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 // when the reading is missing or old and does not cover pc.
 func (s *Symbolizer) mapping(pid int, pc uint64) (procmaps.Mapping, bool) {
 	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.pruned) > pruneEvery {
+		s.prune()
+	}
 	p := s.proc(pid)
+	p.used = now
 	m, ok := find(p.maps, pc)
 	stale := !p.gone && time.Since(p.read) > refresh
 	s.mu.Unlock()
