@@ -27,8 +27,8 @@ import (
 // Symbolizer resolves addresses of many processes; it is safe for
 // concurrent use.
 type Symbolizer struct {
-	mu        sync.Mutex
-	procs     map[int]*process
+	mu    sync.Mutex
+	procs map[int]*process
 	// followers follow watched processes' mappings; each has the set of
 	// processes it has seen (the watched one and its children).
 	followers map[*procmaps.Follower]map[int]bool
