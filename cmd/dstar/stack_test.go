@@ -125,6 +125,22 @@ int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += top(); return n == 
 	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
 		t.Errorf("unresolved frame %q:\n%s", bare, r.stdout)
 	}
+
+	// The same program run twice by the -c process, a shell: the
+	// children's mappings are followed too.
+	r = dstar(t, 30*time.Second, "-q", "-c", "sh -c '"+prog+"; "+prog+"; true'", "-n",
+		`syscall::getppid:entry /ppid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// Each child maps libc at its own address, so its stacks are keys
+	// of their own: 3 each.
+	if n := len(re.FindAllString(r.stdout, -1)); n != 6 {
+		t.Errorf("children: %d getppid → middle → top → main stacks, want 6:\n%s", n, r.stdout)
+	}
+	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
+		t.Errorf("children: unresolved frame %q:\n%s", bare, r.stdout)
+	}
 }
 
 // goChain is a Go program whose time goes to main.inner, called by
