@@ -2,8 +2,12 @@ package engine_test
 
 import (
 	"io"
+	"os"
+	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/providers"
@@ -75,4 +79,51 @@ func BenchmarkSnapshot100k(b *testing.B) {
 			b.Fatalf("%d keys", n)
 		}
 	}
+}
+
+// BenchmarkProfileSymbolize reads and symbolises a system-wide profile
+// recorded for real: profile-997 keyed by user and kernel stack, for
+// DSTAR_BENCH_PROFILE seconds (default 3) while a shell loop starts short
+// programs and another spins. Each iteration decodes every row as the
+// first snapshot after tracing does, with user symbolisation's caches
+// emptied (the parsed ELF files stay cached).
+func BenchmarkProfileSymbolize(b *testing.B) {
+	bpftest.Require(b)
+	secs := 3
+	if v, err := strconv.Atoi(os.Getenv("DSTAR_BENCH_PROFILE")); err == nil && v > 0 {
+		secs = v
+	}
+	s := engine.NewSession(engine.Options{Quiet: true, Out: io.Discard, Err: io.Discard})
+	defer s.Close()
+	en, err := s.Enable(compile(b, `profile-997 { @[ustack(), stack()] = count(); }`), providers.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var load []*exec.Cmd
+	for _, sh := range []string{
+		"while :; do ls /usr/bin >/dev/null; sed -n 1p /etc/passwd >/dev/null; done",
+		"while :; do :; done",
+	} {
+		c := exec.Command("/bin/sh", "-c", sh)
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		load = append(load, c)
+	}
+	time.Sleep(time.Duration(secs) * time.Second)
+	for _, c := range load {
+		c.Process.Kill()
+		c.Wait()
+	}
+	if err := en.Disable(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		if rows, err = engine.ReadAggsCold(en); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows), "rows")
 }

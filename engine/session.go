@@ -123,6 +123,7 @@ func (s *Session) Enable(prog *dcompiler.Program, reg *providers.Registry) (*Ena
 		e.Close()
 		return nil, err
 	}
+	preloadSymbols(prog.Code)
 	s.mu.Lock()
 	s.enablings = append(s.enablings, e)
 	s.mu.Unlock()

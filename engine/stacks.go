@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/engine/usym"
 	"github.com/dstar-trace/dstar/providers/ksym"
@@ -19,6 +20,35 @@ var userSyms = usym.New()
 // exited: what dstar does for its -c and -p processes.
 func WatchProcess(pid int, stop <-chan struct{}) {
 	userSyms.Watch(pid, 10*time.Millisecond, stop)
+}
+
+// preloadSymbols reads kallsyms in the background when prog records
+// kernel stacks: parsing it takes a tenth of a second or more, which
+// would otherwise be spent after tracing stops, before the first stack
+// is printed.
+func preloadSymbols(prog *codegen.Output) {
+	kernel := func(ds []codegen.Datum) bool {
+		for _, d := range ds {
+			if d.Type.Kind == types.Stack && !d.Type.User {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range prog.Aggs {
+		if kernel(l.Keys) {
+			go ksym.Kernel()
+			return
+		}
+	}
+	for _, r := range prog.Records {
+		for _, a := range r.Actions {
+			if kernel(a.Args) {
+				go ksym.Kernel()
+				return
+			}
+		}
+	}
 }
 
 // stackFrames turns a recorded stack of type t (types.StackT's layout)

@@ -97,3 +97,110 @@ int main(void) {
 		t.Errorf("no getppid → middle → top → main stack:\n%s", r.stdout)
 	}
 }
+
+// TestUserStackShortLived: a -c program that is gone within a millisecond
+// still has every frame resolved, libc's included: dstar holds it at its
+// exit and reads its mappings there, long after a poll of
+// /proc/PID/maps would have missed the libraries it loaded.
+func TestUserStackShortLived(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "brief", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+__attribute__((noinline)) int middle(void) { return leaf() + 1; }
+__attribute__((noinline)) int top(void) { return middle() + 1; }
+int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += top(); return n == 0; }
+`, "-O1", "-fno-omit-frame-pointer")
+	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	re := regexp.MustCompile("(?m)^ {14}libc\\.so\\.6`getppid\\+0x[0-9a-f]+\n {14}brief`middle\\+0x[0-9a-f]+\n {14}brief`top\\+0x[0-9a-f]+\n {14}brief`main\\+0x[0-9a-f]+\n")
+	if n := len(re.FindAllString(r.stdout, -1)); n != 3 {
+		t.Errorf("%d getppid → middle → top → main stacks, want 3:\n%s", n, r.stdout)
+	}
+	// Nothing is left as a bare address: every frame is in a module.
+	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
+		t.Errorf("unresolved frame %q:\n%s", bare, r.stdout)
+	}
+
+	// The same program run twice by the -c process, a shell: the
+	// children's mappings are followed too.
+	r = dstar(t, 30*time.Second, "-q", "-c", "sh -c '"+prog+"; "+prog+"; true'", "-n",
+		`syscall::getppid:entry /ppid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// Each child maps libc at its own address, so its stacks are keys
+	// of their own: 3 each.
+	if n := len(re.FindAllString(r.stdout, -1)); n != 6 {
+		t.Errorf("children: %d getppid → middle → top → main stacks, want 6:\n%s", n, r.stdout)
+	}
+	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
+		t.Errorf("children: unresolved frame %q:\n%s", bare, r.stdout)
+	}
+}
+
+// goChain is a Go program whose time goes to main.inner, called by
+// main.outer, called by main.main. inner keeps a frame of its own (its
+// array lives on the stack) so that it saves the frame pointer: a
+// frameless leaf would hide its caller from the kernel's frame-pointer
+// walk, which starts at the leaf's caller's frame.
+const goChain = `package main
+
+import "time"
+
+var sink int
+
+//go:noinline
+func inner(n int) int {
+	var a [16]int
+	for i := 0; i < n; i++ {
+		a[i&15] += i * i
+	}
+	return a[n&15]
+}
+
+//go:noinline
+func outer(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		sink += inner(100000)
+	}
+}
+
+func main() { outer(300 * time.Millisecond) }
+`
+
+// TestGoUserStack: a profile of a Go program names its functions from
+// the Go symbol table, callee first: inner above outer above main, in a
+// binary with .symtab and in one stripped to its .gopclntab.
+func TestGoUserStack(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, ldflags string }{{"gofull", ""}, {"gostripped", "-s"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := bpftest.BuildGo(t, dir, tc.name, goChain, "-ldflags="+tc.ldflags)
+			r := dstar(t, 60*time.Second, "-q", "-c", prog, "-n",
+				`profile-997 /pid == $target/ { @[ustack()] = count(); }`)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			re := regexp.MustCompile("(?m)^ {14}" + tc.name + "`main\\.inner\\+0x[0-9a-f]+\n {14}" +
+				tc.name + "`main\\.outer\\+0x[0-9a-f]+\n {14}" + tc.name + "`main\\.main\\+0x[0-9a-f]+\n {14}" +
+				tc.name + "`runtime\\.main\\+0x[0-9a-f]+\n(?: {14}.*\n)* +(\\d+)\n")
+			ms := re.FindAllStringSubmatch(r.stdout, -1)
+			n := 0
+			for _, m := range ms {
+				k, _ := strconv.Atoi(m[1])
+				n += k
+			}
+			// 300 ms at 997 Hz: some 300 samples, nearly all in inner.
+			if n < 50 {
+				t.Errorf("%d samples in main.inner ← main.outer ← main.main:\n%s", n, r.stdout)
+			}
+		})
+	}
+}

@@ -275,15 +275,16 @@ func (t *tracer) run() int {
 		t.errorf("could not enable tracing: %v", err)
 		return exitError
 	}
-	for _, k := range kids {
-		k.release()
-	}
-	// Their mappings are kept read, so that their user stacks can be
-	// resolved after they exit.
+	// Their mappings are kept read, and followed from before the -c
+	// ones run, so that their user stacks can be resolved after they
+	// exit.
 	watching := make(chan struct{})
 	defer close(watching)
 	for _, pid := range targetPids {
 		engine.WatchProcess(pid, watching)
+	}
+	for _, k := range kids {
+		k.release()
 	}
 
 	// As dtrace(1), stop when every -c and -p process has gone, saying

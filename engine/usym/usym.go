@@ -5,13 +5,18 @@
 //
 // A process's mappings die with it. Processes dstar traces by name (-c,
 // -p) are watched: their mappings are read again while they live, and the
-// last reading serves after they exit. Any other process that has gone
+// last reading serves after they exit; and every executable mapping they
+// (and their children) make from then on is recorded by the kernel as it
+// is made (procmaps.Follow), so that a program that exits before the next
+// reading still has its libraries known. Any other process that has gone
 // gets its frames as bare addresses.
 package usym
 
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,14 +29,46 @@ import (
 type Symbolizer struct {
 	mu    sync.Mutex
 	procs map[int]*process
+	// followers follow watched processes' mappings; each has the set of
+	// processes it has seen (the watched one and its children).
+	followers map[*procmaps.Follower]map[int]bool
+	pruned    time.Time // when procs was last pruned
+	// files are the mapped files' symbols by device, inode and path, so
+	// that a frame costs no system call (elfsym.Open checks the file's
+	// version with stat): a profile has hundreds of thousands of frames
+	// in a few dozen files.
+	files map[fileKey]*symFile
 }
+
+// fileKey names one mapped file.
+type fileKey struct {
+	dev   string
+	inode uint64
+	path  string
+}
+
+// symFile is a mapped file's symbols, nil when it cannot be read, and
+// those of its debug file, if any.
+type symFile struct {
+	f, debug *elfsym.File
+}
+
+// maxFiles bounds files: past it the cache starts again. It is also
+// emptied at each prune, so that it never keeps alive a file elfsym's
+// own bounded cache has let go.
+const maxFiles = 256
 
 // process is what is known of one process's mappings.
 type process struct {
 	maps    []procmaps.Mapping
 	read    time.Time
 	gone    bool // the process has exited: maps is its last reading
-	watched bool
+	watches int  // how many watches keep it (Watch, and its children)
+	used    time.Time
+	// made are the mappings the kernel recorded the process making
+	// (procmaps.Follow), oldest first: what serves for addresses the
+	// last reading of maps does not cover.
+	made []procmaps.Mapping
 }
 
 // refresh is how old a reading may be before an address it does not
@@ -39,30 +76,98 @@ type process struct {
 const refresh = 100 * time.Millisecond
 
 // New returns an empty Symbolizer.
-func New() *Symbolizer { return &Symbolizer{procs: map[int]*process{}} }
+func New() *Symbolizer {
+	return &Symbolizer{procs: map[int]*process{}, followers: map[*procmaps.Follower]map[int]bool{},
+		files: map[fileKey]*symFile{}, pruned: time.Now()}
+}
 
 // Watch keeps process pid's mappings current until it exits (or stop is
 // closed), so that its addresses can be resolved after it is gone.
 func (s *Symbolizer) Watch(pid int, every time.Duration, stop <-chan struct{}) {
+	// Follow first: a mapping made between the reading and the start
+	// of following would be missed.
+	fo, err := procmaps.Follow(pid)
 	s.mu.Lock()
-	p := s.proc(pid)
-	p.watched = true
+	s.proc(pid).watches++
+	if err == nil {
+		s.followers[fo] = map[int]bool{pid: true}
+	}
 	s.mu.Unlock()
 	s.reread(pid)
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
+		live := true
 		for {
 			select {
 			case <-stop:
+				s.unwatch(pid, fo)
 				return
 			case <-t.C:
-				if !s.reread(pid) {
-					return
+				s.drain()
+				if live {
+					live = s.reread(pid)
 				}
 			}
 		}
 	}()
+}
+
+// unwatch ends a watch of pid and its follower fo (nil if following
+// failed): the processes it kept are pruned once they are gone.
+func (s *Symbolizer) unwatch(pid int, fo *procmaps.Follower) {
+	if fo != nil {
+		s.drain()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc(pid).watches--
+	if fo != nil {
+		for child := range s.followers[fo] {
+			if child != pid {
+				s.proc(child).watches--
+			}
+		}
+		delete(s.followers, fo)
+		fo.Close()
+	}
+}
+
+// drain moves the mappings the followers recorded to their processes.
+func (s *Symbolizer) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fo, seen := range s.followers {
+		for _, m := range fo.Read() {
+			p := s.proc(m.Pid)
+			if !seen[m.Pid] {
+				seen[m.Pid] = true
+				p.watches++ // a child of the watched process
+			}
+			p.made = append(p.made, m.Mapping)
+		}
+	}
+}
+
+// How often procs is pruned, and how long a live process unused since
+// is kept: a system-wide profile sees thousands of processes come and
+// go, and a session may run for days.
+const (
+	pruneEvery = 10 * time.Second
+	idle       = time.Minute
+)
+
+// prune forgets the processes no watch keeps that have exited or have
+// not been looked up for a while. Called with s.mu held.
+func (s *Symbolizer) prune() {
+	now := time.Now()
+	s.pruned = now
+	clear(s.files)
+	for pid, p := range s.procs {
+		if p.watches <= 0 && (p.gone || now.Sub(p.used) > idle) {
+			delete(s.procs, pid)
+		}
+	}
 }
 
 func (s *Symbolizer) proc(pid int) *process {
@@ -101,37 +206,100 @@ func (s *Symbolizer) Frame(pid int, pc uint64) string {
 		return fmt.Sprintf("0x%x", pc)
 	}
 	mod := filepath.Base(m.Path)
-	f, err := elfsym.Open(m.Path)
+	sf := s.file(m)
+	if sf.f == nil {
+		return fmt.Sprintf("%s`0x%x", mod, pc)
+	}
+	v, err := sf.f.Address(m.FileOffset(pc))
 	if err != nil {
 		return fmt.Sprintf("%s`0x%x", mod, pc)
 	}
-	v, err := f.Address(m.FileOffset(pc))
-	if err != nil {
-		return fmt.Sprintf("%s`0x%x", mod, pc)
+	sym, ok := sf.f.ByAddress(v)
+	if !ok && sf.debug != nil {
+		sym, ok = sf.debug.ByAddress(v)
 	}
-	sym, ok := f.ByAddress(v)
 	if !ok {
 		return fmt.Sprintf("%s`0x%x", mod, pc)
 	}
 	if off := v - sym.Value; off != 0 {
-		return fmt.Sprintf("%s`%s+0x%x", mod, sym.Name, off)
+		return mod + "`" + sym.Name + "+0x" + strconv.FormatUint(off, 16)
 	}
 	return mod + "`" + sym.Name
+}
+
+// file returns the symbols of m's file, opening it on first use.
+func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
+	k := fileKey{m.Dev, m.Inode, m.Path}
+	s.mu.Lock()
+	sf := s.files[k]
+	s.mu.Unlock()
+	if sf != nil {
+		return sf
+	}
+	sf = &symFile{}
+	if f, err := elfsym.Open(m.Path); err == nil {
+		sf.f = f
+		// A stripped library's local functions are named only in its
+		// debug file, when one is installed.
+		if f.Stripped() {
+			sf.debug, _ = elfsym.DebugFile(f)
+		}
+	}
+	s.mu.Lock()
+	if len(s.files) >= maxFiles {
+		clear(s.files)
+	}
+	s.files[k] = sf
+	s.mu.Unlock()
+	return sf
 }
 
 // mapping finds the mapping of pid holding pc, reading the mappings again
 // when the reading is missing or old and does not cover pc.
 func (s *Symbolizer) mapping(pid int, pc uint64) (procmaps.Mapping, bool) {
 	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.pruned) > pruneEvery {
+		s.prune()
+	}
 	p := s.proc(pid)
-	m, ok := procmaps.Find(p.maps, pc)
+	p.used = now
+	m, ok := find(p.maps, pc)
 	stale := !p.gone && time.Since(p.read) > refresh
 	s.mu.Unlock()
-	if ok || !stale {
+	if ok {
 		return m, ok
 	}
-	s.reread(pid)
+	if stale {
+		s.reread(pid)
+	}
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return procmaps.Find(s.procs[pid].maps, pc)
+	p = s.procs[pid]
+	if m, ok := find(p.maps, pc); ok {
+		return m, ok
+	}
+	return findLatest(p.made, pc)
+}
+
+// find finds the mapping of ms, in address order as /proc/PID/maps lists
+// them, containing pc.
+func find(ms []procmaps.Mapping, pc uint64) (procmaps.Mapping, bool) {
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].End > pc })
+	if i < len(ms) && ms[i].Start <= pc {
+		return ms[i], true
+	}
+	return procmaps.Mapping{}, false
+}
+
+// findLatest finds the mapping of ms, latest first, containing pc: a
+// later mapping of the same addresses replaced an earlier one.
+func findLatest(ms []procmaps.Mapping, pc uint64) (procmaps.Mapping, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if m := ms[i]; m.Start <= pc && pc < m.End {
+			return m, true
+		}
+	}
+	return procmaps.Mapping{}, false
 }

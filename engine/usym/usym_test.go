@@ -44,3 +44,33 @@ func TestFrameAfterExit(t *testing.T) {
 		t.Errorf("Frame = %q", got)
 	}
 }
+
+// TestPrune: processes that have exited are forgotten unless a watch
+// keeps them, and so are live ones not looked up for a while; a watch's
+// end lets its process go.
+func TestPrune(t *testing.T) {
+	s := New()
+	old := time.Now().Add(-2 * idle)
+	s.procs[1] = &process{gone: true, used: time.Now()}
+	s.procs[2] = &process{gone: true, watches: 1}
+	s.procs[3] = &process{used: old}
+	s.procs[os.Getpid()] = &process{used: time.Now()}
+	s.prune()
+	if _, ok := s.procs[1]; ok {
+		t.Error("an exited process is kept")
+	}
+	if _, ok := s.procs[2]; !ok {
+		t.Error("a watched process that exited is forgotten")
+	}
+	if _, ok := s.procs[3]; ok {
+		t.Error("a process unused for long is kept")
+	}
+	if _, ok := s.procs[os.Getpid()]; !ok {
+		t.Error("a live process in use is forgotten")
+	}
+	s.unwatch(2, nil)
+	s.prune()
+	if _, ok := s.procs[2]; ok {
+		t.Error("a process whose watch ended is kept")
+	}
+}

@@ -19,9 +19,11 @@ package elfsym
 import (
 	"debug/elf"
 	"debug/gosym"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -69,6 +71,8 @@ type File struct {
 	Type elf.Type    // ET_EXEC (non-PIE executable) or ET_DYN (PIE or library)
 	Go   bool        // the file has a .gopclntab: a Go binary
 	Sym  SymbolState // whether it has .symtab
+	// BuildID is the file's GNU build ID (.note.gnu.build-id), or nil.
+	BuildID []byte
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -162,10 +166,28 @@ type cacheKey struct {
 	size, mtim int64
 }
 
+// cache holds the parsed files, least recently used first out once
+// they hold more than cacheBudget symbols in all: a system-wide profile
+// running for hours meets every program on the system, and every test
+// binary built and deleted meanwhile.
 var cache = struct {
 	sync.Mutex
-	files map[cacheKey]*File
-}{files: map[cacheKey]*File{}}
+	files map[cacheKey]*cached
+	syms  int    // symbols held, all files
+	tick  uint64 // use counter
+}{files: map[cacheKey]*cached{}}
+
+type cached struct {
+	f    *File
+	used uint64 // cache.tick at last use
+}
+
+// cacheBudget is how many symbols the cache holds: some tens of MiB,
+// the files a machine's busy programs map several times over.
+var cacheBudget = 1 << 18
+
+// weight is what a file counts for against cacheBudget.
+func (f *File) weight() int { return len(f.syms) + len(f.data) + 1 }
 
 // Open returns the symbols of the ELF file at path, parsing it on first use
 // and from the cache afterwards (until the file changes).
@@ -176,10 +198,14 @@ func Open(path string) (*File, error) {
 	}
 	key := cacheKey{path, uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}
 	cache.Lock()
-	f := cache.files[key]
+	c := cache.files[key]
+	if c != nil {
+		cache.tick++
+		c.used = cache.tick
+	}
 	cache.Unlock()
-	if f != nil {
-		return f, nil
+	if c != nil {
+		return c.f, nil
 	}
 	f, err := parse(path)
 	if err != nil {
@@ -187,12 +213,26 @@ func Open(path string) (*File, error) {
 	}
 	cache.Lock()
 	// Drop older versions of the same path: they are stale.
-	for k := range cache.files {
+	for k, c := range cache.files {
 		if k.path == path {
+			cache.syms -= c.f.weight()
 			delete(cache.files, k)
 		}
 	}
-	cache.files[key] = f
+	cache.tick++
+	cache.files[key] = &cached{f: f, used: cache.tick}
+	cache.syms += f.weight()
+	for cache.syms > cacheBudget && len(cache.files) > 1 {
+		var oldest cacheKey
+		first := true
+		for k, c := range cache.files {
+			if first || c.used < cache.files[oldest].used {
+				oldest, first = k, false
+			}
+		}
+		cache.syms -= cache.files[oldest].f.weight()
+		delete(cache.files, oldest)
+	}
 	cache.Unlock()
 	return f, nil
 }
@@ -210,6 +250,7 @@ func parse(path string) (*File, error) {
 		}
 	}
 	f.Go = ef.Section(".gopclntab") != nil
+	f.BuildID = buildID(ef)
 
 	type key struct {
 		name  string
@@ -312,3 +353,40 @@ func goFuncs(ef *elf.File) ([]Symbol, error) {
 	}
 	return out, nil
 }
+
+// buildID returns the GNU build ID note's descriptor, or nil.
+func buildID(ef *elf.File) []byte {
+	sec := ef.Section(".note.gnu.build-id")
+	if sec == nil {
+		return nil
+	}
+	b, err := sec.Data()
+	if err != nil || len(b) < 16 {
+		return nil
+	}
+	order := ef.ByteOrder
+	namesz, descsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+	desc := 12 + (namesz+3)&^3
+	const ntGNUBuildID = 3
+	if typ != ntGNUBuildID || uint64(desc)+uint64(descsz) > uint64(len(b)) {
+		return nil
+	}
+	return b[desc : desc+descsz]
+}
+
+// DebugFile returns the symbols of f's separate debug file, installed by
+// a distribution's debug package under /usr/lib/debug/.build-id by f's
+// build ID: a stripped library's local functions (libc's
+// __libc_start_call_main) are named only there. Its symbols have f's
+// virtual addresses. It fails when f has no build ID or no debug file is
+// installed.
+func DebugFile(f *File) (*File, error) {
+	if len(f.BuildID) < 2 {
+		return nil, fmt.Errorf("%s: no build ID", f.Path)
+	}
+	id := hex.EncodeToString(f.BuildID)
+	return Open(filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
+}
+
+// debugDir is where debug files are installed.
+const debugDir = "/usr/lib/debug"

@@ -240,3 +240,70 @@ func TestSymboliseSelf(t *testing.T) {
 		t.Errorf("ByAddress(%#x) = %q, %v; want %q", vaddr, s.Name, ok, want)
 	}
 }
+
+// TestDebugFile: a stripped libc's build ID leads to its debug file (when
+// the distribution's debug package is installed), which names the local
+// functions .dynsym does not, at the library's own addresses.
+func TestDebugFile(t *testing.T) {
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	f, err := Open(libc)
+	if err != nil {
+		t.Skipf("no %s: %v", libc, err)
+	}
+	if len(f.BuildID) != 20 {
+		t.Fatalf("build ID %x, want 20 bytes", f.BuildID)
+	}
+	d, err := DebugFile(f)
+	if err != nil {
+		t.Skipf("no debug file for libc: %v", err)
+	}
+	s, ok := d.Lookup("__libc_start_call_main")
+	if !ok {
+		t.Fatalf("%s has no __libc_start_call_main", d.Path)
+	}
+	if _, ok := f.ByAddress(s.Value); ok && !f.Stripped() {
+		t.Skip("libc is not stripped here")
+	}
+	if got, ok := d.ByAddress(s.Value + 1); !ok || got.Name != "__libc_start_call_main" {
+		t.Errorf("ByAddress(%#x) = %v, %v", s.Value+1, got, ok)
+	}
+}
+
+// TestCacheBudget: past its budget the cache lets the least recently
+// used file go, and keeps the one just used.
+func TestCacheBudget(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skipf("no %s", libc)
+	}
+	saved := cacheBudget
+	defer func() { cacheBudget = saved }()
+	cache.Lock()
+	clear(cache.files)
+	cache.syms = 0
+	cache.Unlock()
+	a, err := Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheBudget = a.weight() // room for one file
+	if _, err := Open(libc); err != nil {
+		t.Fatal(err)
+	}
+	cache.Lock()
+	n, syms := len(cache.files), cache.syms
+	cache.Unlock()
+	if n != 1 {
+		t.Errorf("%d files cached past the budget, want 1", n)
+	}
+	if b, _ := Open(libc); syms != b.weight() {
+		t.Errorf("cache counts %d symbols, holds %d", syms, b.weight())
+	}
+	if b, _ := Open(exe); b == a {
+		t.Error("the file evicted was not parsed again")
+	}
+}

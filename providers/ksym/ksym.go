@@ -26,7 +26,9 @@ func (s Symbol) String() string {
 	if s.Offset == 0 {
 		return s.Module + "`" + s.Func
 	}
-	return fmt.Sprintf("%s`%s+0x%x", s.Module, s.Func, s.Offset)
+	// Concatenation, not Sprintf: a profile prints hundreds of
+	// thousands of frames.
+	return s.Module + "`" + s.Func + "+0x" + strconv.FormatUint(s.Offset, 16)
 }
 
 // Table is the kernel's text symbols sorted by address.

@@ -62,6 +62,20 @@ func (h *Host) Close() {
 	}
 }
 
+// forget drops closed session s from those Close closes: a script that
+// opens a session per round would otherwise keep every round's programs
+// and last aggregation values until it ends.
+func (h *Host) forget(s *Session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range h.sessions {
+		if x == s {
+			h.sessions = append(h.sessions[:i], h.sessions[i+1:]...)
+			return
+		}
+	}
+}
+
 // Module returns the `dtrace` module.
 func (h *Host) Module() *starlarkstruct.Module {
 	args := make([]starlark.Value, len(h.Args))

@@ -499,6 +499,7 @@ func (s *Session) close() {
 	}
 	s.eng.Close()
 	s.flush()
+	s.h.forget(s)
 }
 
 // flush prints what is queued, as the command line would: what END
