@@ -17,10 +17,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
-	"go.starlark.net/lib/time"
+	startime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
@@ -86,7 +87,7 @@ func (r *Runner) Predeclared() starlark.StringDict {
 	return starlark.StringDict{
 		"dtrace": r.host.Module(),
 		"json":   json.Module,
-		"time":   time.Module,
+		"time":   startime.Module,
 		"math":   math.Module,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
 	}
@@ -95,18 +96,28 @@ func (r *Runner) Predeclared() starlark.StringDict {
 // Close closes every session the scripts opened.
 func (r *Runner) Close() { r.host.Close() }
 
-// Interrupt handles Ctrl-C: a blocking call returns early; otherwise the
-// running Starlark code is cancelled. It reports whether code was
-// cancelled.
+// interruptGrace is how long Starlark code between blocking calls has,
+// after Ctrl-C, to reach the next one (which then returns at once) before
+// it is cancelled: a tool printing its report between two runs finishes
+// it, and a script that computes forever is still stopped.
+const interruptGrace = 500 * time.Millisecond
+
+// Interrupt handles Ctrl-C: a blocking call returns early (the one running,
+// or else the next one); code that reaches none within interruptGrace is
+// cancelled. It reports whether code may be cancelled.
 func (r *Runner) Interrupt() bool {
+	select {
+	case r.interrupt <- struct{}{}:
+	default:
+	}
 	if r.host.Blocking() {
-		select {
-		case r.interrupt <- struct{}{}:
-		default:
-		}
 		return false
 	}
-	r.thread.Cancel("interrupted")
+	time.AfterFunc(interruptGrace, func() {
+		if len(r.interrupt) > 0 { // no blocking call took it
+			r.thread.Cancel("interrupted")
+		}
+	})
 	return true
 }
 
