@@ -665,9 +665,21 @@ func TestProfileArgs(t *testing.T) {
 
 // TestCPUOption pins BEGIN, END and tick-N to one CPU with -x cpu, and
 // records nothing from other CPUs.
+// syscallsOn keeps making system calls on CPU cpu until the test ends, for
+// probes there to see: a quiet machine may make none there for a while.
+func syscallsOn(t *testing.T, cpu int) {
+	t.Helper()
+	busy := exec.Command("taskset", "-c", strconv.Itoa(cpu), "cat", "/dev/zero")
+	if err := busy.Start(); err != nil {
+		t.Fatalf("taskset: %v", err)
+	}
+	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+}
+
 func TestCPUOption(t *testing.T) {
 	bpftest.Require(t)
 	cpu := runtime.NumCPU() - 1
+	syscallsOn(t, cpu)
 	r := dstar(t, 20*time.Second, "-q", "-x", fmt.Sprintf("cpu=%d", cpu), "-n",
 		`BEGIN { printf("BEGIN %d\n", cpu); } tick-1ms { @t[cpu] = count(); } syscall:::entry { @s[cpu] = count(); }
 		tick-20ms { exit(0); } END { printf("END %d\n", cpu); }`)

@@ -163,6 +163,7 @@ func TestToolList(t *testing.T) {
 func TestSessionCPUOption(t *testing.T) {
 	bpftest.Require(t)
 	cpu := runtime.NumCPU() - 1
+	syscallsOn(t, cpu)
 	path := writeScript(t, fmt.Sprintf(`s = dtrace.session(quiet = True, cpu = %d)
 s.attach(r'BEGIN { printf("begin %%d\n", cpu); } tick-1ms { @[cpu] = count(); } syscall:::entry { @s[cpu] = count(); } tick-30ms { exit(0); }')
 s.run()
