@@ -71,29 +71,52 @@ func stackFrames(b []byte, t *types.Type) []string {
 		kernel, _ = ksym.Kernel()
 	}
 	pid := int(hdr >> 32)
-	frames := make([]string, 0, n)
-	for i := 0; i < n && len(frames) < t.Len; i++ {
+	if user {
+		frames := make([]string, 0, n)
+		for i := 0; i < n && len(frames) < t.Len; i++ {
+			pc := ne.Uint64(b[8+8*i:])
+			if pc == 0 {
+				break
+			}
+			frames = append(frames, userSyms.Frame(pid, pc))
+		}
+		return frames
+	}
+	syms := make([]ksym.Symbol, 0, n)
+	known := make([]bool, 0, n)
+	for i := 0; i < n; i++ {
 		pc := ne.Uint64(b[8+8*i:])
 		if pc == 0 {
 			break
 		}
-		if user {
-			frames = append(frames, userSyms.Frame(pid, pc))
-			continue
-		}
+		var s ksym.Symbol
+		ok := false
 		if kernel != nil {
-			if s, ok := kernel.Lookup(pc); ok {
-				// The walk starts in dstar's own program and the code
-				// that ran it; the stack the user asked for starts
-				// where the probe fired.
-				if len(frames) == 0 && tracing(s) {
-					continue
-				}
-				frames = append(frames, s.String())
-				continue
-			}
+			s, ok = kernel.Lookup(pc)
 		}
-		frames = append(frames, fmt.Sprintf("0x%x", pc))
+		if !ok {
+			s = ksym.Symbol{Func: fmt.Sprintf("0x%x", pc)}
+		}
+		syms, known = append(syms, s), append(known, ok)
+	}
+	// The walk starts in dstar's own program and the code that ran it;
+	// the stack the user asked for starts where the probe fired. The
+	// program itself may be missing from a kallsyms read before it was
+	// loaded (a session attaching again), so everything up to the last
+	// tracing frame near the top goes.
+	start := 0
+	for i := 0; i < len(syms) && i <= types.StackSlack; i++ {
+		if known[i] && tracing(syms[i]) {
+			start = i + 1
+		}
+	}
+	frames := make([]string, 0, t.Len)
+	for i := start; i < len(syms) && len(frames) < t.Len; i++ {
+		if known[i] {
+			frames = append(frames, syms[i].String())
+		} else {
+			frames = append(frames, syms[i].Func)
+		}
 	}
 	return frames
 }
