@@ -75,7 +75,11 @@ func stackFrames(b []byte, t *types.Type) []string {
 		frames := make([]string, 0, n)
 		for i := 0; i < n && len(frames) < t.Len; i++ {
 			pc := ne.Uint64(b[8+8*i:])
-			if pc == 0 {
+			// Code built without frame pointers sends the walk through
+			// whatever its frame register held: a value no user code can
+			// be at (the first page, or past the top of user space) ends
+			// the stack there.
+			if pc < 0x1000 || pc >= 1<<48 {
 				break
 			}
 			frames = append(frames, userSyms.Frame(pid, pc))
