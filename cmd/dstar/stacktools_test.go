@@ -204,27 +204,13 @@ func TestStackToolFlags(t *testing.T) {
 	}
 }
 
-// findChromium returns chromium's path, or skips the test (failing it
-// under DSTAR_REQUIRE_BPF=1, as CI installs chromium).
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	bpftest.Skip(t, "needs chromium for browser tests (apt-get install chromium)")
-	return ""
-}
-
 // chromium runs headless chromium on url with extra flags and returns
-// its standard output; a profile of its own keeps parallel runs apart.
+// its standard output.
 func chromium(t *testing.T, bin, url string, flags ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1200,600", "--hide-scrollbars"}, flags...)
+	args := append(bpftest.ChromiumFlags(t), flags...)
 	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -241,7 +227,7 @@ func chromium(t *testing.T, bin, url string, flags ...string) []byte {
 // there as profile.png, for a person to look at.
 func TestToolProfileSVGInChromium(t *testing.T) {
 	bpftest.Require(t)
-	bin := findChromium(t)
+	bin := bpftest.Chromium(t)
 	pid := startChain(t, "spin", spinSrc)
 	svg := filepath.Join(t.TempDir(), "out.svg")
 	out := runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "2s", "--svg", svg)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
 type devtools struct {
@@ -51,7 +53,7 @@ func startDevtools(t *testing.T, chromium string) *devtools {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(chromium, append(chromiumFlags(t), "--remote-debugging-pipe", "about:blank")...)
+	cmd := exec.Command(chromium, append(bpftest.ChromiumFlags(t), "--remote-debugging-pipe", "about:blank")...)
 	cmd.ExtraFiles = []*os.File{cmdR, evW} // fds 3 and 4
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,29 +19,6 @@ import (
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
-// findChromium returns chromium's path, or skips the test — failing it
-// instead under DSTAR_REQUIRE_BPF=1, as CI (which installs chromium) sets.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	bpftest.Skip(t, "needs chromium for browser tests (apt-get install chromium)")
-	return ""
-}
-
-// chromiumFlags are common to every run: headless, as root without a
-// sandbox, and a profile of its own so that parallel runs do not meet.
-func chromiumFlags(t *testing.T) []string {
-	return []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1200,800",
-		"--hide-scrollbars",
-	}
-}
-
 // writeSample renders testdata/sample.folded to an SVG file and returns
 // its path.
 func writeSample(t *testing.T) string {
@@ -101,12 +78,12 @@ func checkNotBlank(t *testing.T, data []byte) image.Image {
 // The SVG loads, its script runs to the end without an error, the frames'
 // names are in the DOM, and it renders to a picture.
 func TestSVGInChromium(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := bpftest.Chromium(t)
 	svg := writeSample(t)
 	// A hung browser must not hold the test until go test's own timeout.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	dump := exec.CommandContext(ctx, chromium, append(chromiumFlags(t), "--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+svg)...)
+	dump := exec.CommandContext(ctx, chromium, append(bpftest.ChromiumFlags(t), "--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+svg)...)
 	var stderr bytes.Buffer
 	dump.Stderr = &stderr
 	dom, err := dump.Output()
@@ -129,7 +106,7 @@ func TestSVGInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "shot.png")
-	cmd := exec.CommandContext(ctx, chromium, append(chromiumFlags(t), "--screenshot="+shot, "file://"+svg)...)
+	cmd := exec.CommandContext(ctx, chromium, append(bpftest.ChromiumFlags(t), "--screenshot="+shot, "file://"+svg)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
@@ -170,7 +147,7 @@ func (p *page) box(t *testing.T, name string) frameBox {
 // fills the width, its ancestors full width and faded, everything else
 // hidden; "Reset Zoom" and the root undo it; search colours matches.
 func TestSVGInteractsInChromium(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := bpftest.Chromium(t)
 	svg := writeSample(t)
 	d := startDevtools(t, chromium)
 	p := d.open(t, "file://"+svg)

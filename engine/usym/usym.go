@@ -105,7 +105,9 @@ func (s *Symbolizer) Watch(pid int, every time.Duration, stop <-chan struct{}) {
 				return
 			case <-t.C:
 				s.drain()
-				if live {
+				// The follower records every mapping as it is made;
+				// only without one must the mappings be read again.
+				if live && fo == nil {
 					live = s.reread(pid)
 				}
 			}
