@@ -3,7 +3,6 @@ package engine_test
 import (
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -99,22 +98,9 @@ func BenchmarkProfileSymbolize(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var load []*exec.Cmd
-	for _, sh := range []string{
-		"while :; do ls /usr/bin >/dev/null; sed -n 1p /etc/passwd >/dev/null; done",
-		"while :; do :; done",
-	} {
-		c := exec.Command("/bin/sh", "-c", sh)
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		load = append(load, c)
-	}
+	stopLoad := bpftest.StartLoad(b, bpftest.ProfileLoad...)
 	time.Sleep(time.Duration(secs) * time.Second)
-	for _, c := range load {
-		c.Process.Kill()
-		c.Wait()
-	}
+	stopLoad()
 	if err := en.Disable(); err != nil {
 		b.Fatal(err)
 	}

@@ -47,23 +47,7 @@ for i in range(%d):
 # Time for the test to read the last round's size before the process exits.
 dtrace.sleep(1)
 `, rounds))
-	var load []*exec.Cmd
-	for _, sh := range []string{
-		"while :; do ls /usr/bin >/dev/null; sed -n 1p /etc/passwd >/dev/null; done",
-		"while :; do :; done",
-	} {
-		c := exec.Command("/bin/sh", "-c", sh)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		load = append(load, c)
-	}
-	defer func() {
-		for _, c := range load {
-			c.Process.Kill()
-			c.Wait()
-		}
-	}()
+	bpftest.StartLoad(t, bpftest.ProfileLoad...)
 	cmd := exec.Command(dstarBin, "run", path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
