@@ -76,17 +76,7 @@ func TestStackKey(t *testing.T) {
 func TestUserStack(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	prog := bpftest.BuildC(t, dir, "chain", `
-#include <unistd.h>
-__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
-__attribute__((noinline)) int middle(void) { return leaf() + 1; }
-__attribute__((noinline)) int top(void) { return middle() + 1; }
-int main(void) {
-	int n = 0;
-	for (int i = 0; i < 20; i++) { n += top(); usleep(20000); }
-	return n == 0;
-}
-`, "-O1", "-fno-omit-frame-pointer")
+	prog := bpftest.BuildC(t, dir, "chain", chainSrc, "-O1", "-fno-omit-frame-pointer")
 	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
 		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
 	if r.code != 0 {
@@ -204,3 +194,17 @@ func TestGoUserStack(t *testing.T) {
 		})
 	}
 }
+
+// chainSrc calls main → top → middle → leaf → getppid twenty times, 20 ms
+// apart: long enough for its mappings to be read while it lives.
+const chainSrc = `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+__attribute__((noinline)) int middle(void) { return leaf() + 1; }
+__attribute__((noinline)) int top(void) { return middle() + 1; }
+int main(void) {
+	int n = 0;
+	for (int i = 0; i < 20; i++) { n += top(); usleep(20000); }
+	return n == 0;
+}
+`

@@ -269,17 +269,7 @@ func TestToolProfileSVGInChromium(t *testing.T) {
 // and nothing else: no empty line first. setopt() sets it too.
 func TestFoldedOption(t *testing.T) {
 	bpftest.Require(t)
-	prog := bpftest.BuildC(t, t.TempDir(), "chain", `
-#include <unistd.h>
-__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
-__attribute__((noinline)) int middle(void) { return leaf() + 1; }
-__attribute__((noinline)) int top(void) { return middle() + 1; }
-int main(void) {
-	int n = 0;
-	for (int i = 0; i < 20; i++) { n += top(); usleep(20000); }
-	return n == 0;
-}
-`, "-O1", "-fno-omit-frame-pointer")
+	prog := bpftest.BuildC(t, t.TempDir(), "chain", chainSrc, "-O1", "-fno-omit-frame-pointer")
 	const clause = `syscall::getppid:entry /pid == $target/ { @[execname, ustack()] = count(); }`
 	// (leaf is not there: getppid makes no frame; see TestUserStack.)
 	want := regexp.MustCompile("^chain;(?:[^ \n]*;)?chain`main;chain`top;chain`middle;libc\\.so\\.6`getppid 20\n$")
