@@ -178,23 +178,35 @@ func btfArg(t btf.Type) Arg {
 
 // CTypeName spells a BTF type as C declares it: "struct task_struct *",
 // "const char *", "unsigned int", "u64".
-func CTypeName(t btf.Type) string {
+func CTypeName(t btf.Type) string { return cTypeName(t, true) }
+
+// BareTypeName is CTypeName without const and volatile, as D names the
+// types of values (the compiler's messages, print()).
+func BareTypeName(t btf.Type) string { return cTypeName(t, false) }
+
+func cTypeName(t btf.Type, qualified bool) string {
 	switch t := t.(type) {
 	case *btf.Pointer:
 		if _, ok := t.Target.(*btf.FuncProto); ok {
 			return "void (*)()"
 		}
-		s := CTypeName(t.Target)
+		s := cTypeName(t.Target, qualified)
 		if strings.HasSuffix(s, "*") {
 			return s + "*"
 		}
 		return s + " *"
 	case *btf.Const:
-		return "const " + CTypeName(t.Type)
+		if qualified {
+			return "const " + cTypeName(t.Type, qualified)
+		}
+		return cTypeName(t.Type, qualified)
 	case *btf.Volatile:
-		return "volatile " + CTypeName(t.Type)
+		if qualified {
+			return "volatile " + cTypeName(t.Type, qualified)
+		}
+		return cTypeName(t.Type, qualified)
 	case *btf.Restrict:
-		return CTypeName(t.Type)
+		return cTypeName(t.Type, qualified)
 	case *btf.Struct:
 		return "struct " + t.Name
 	case *btf.Union:
@@ -202,7 +214,7 @@ func CTypeName(t btf.Type) string {
 	case *btf.Enum:
 		return "enum " + t.Name
 	case *btf.Array:
-		return fmt.Sprintf("%s [%d]", CTypeName(t.Type), t.Nelems)
+		return fmt.Sprintf("%s [%d]", cTypeName(t.Type, qualified), t.Nelems)
 	case *btf.Void:
 		return "void"
 	}

@@ -53,7 +53,7 @@ func Lookup(name string) (*types.Type, error) {
 // FromBTF converts a BTF type to D's.
 func FromBTF(t btf.Type) *types.Type {
 	under := btf.UnderlyingType(t)
-	name := typeName(t)
+	name := providers.BareTypeName(t)
 	switch u := under.(type) {
 	case *btf.Int:
 		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Encoding&btf.Signed != 0, Name: name}
@@ -70,34 +70,6 @@ func FromBTF(t btf.Type) *types.Type {
 		return &types.Type{Kind: types.Array, Size: elem.Size * int(u.Nelems), Name: name, Elem: elem, Len: int(u.Nelems)}
 	}
 	return &types.Type{Kind: types.Void, Name: name}
-}
-
-// typeName spells a BTF type as C does, shallowly.
-func typeName(t btf.Type) string {
-	switch t := t.(type) {
-	case *btf.Struct:
-		return "struct " + t.Name
-	case *btf.Union:
-		return "union " + t.Name
-	case *btf.Enum:
-		return "enum " + t.Name
-	case *btf.Pointer:
-		return typeName(t.Target) + " *"
-	case *btf.Const:
-		return typeName(t.Type)
-	case *btf.Volatile:
-		return typeName(t.Type)
-	case *btf.Restrict:
-		return typeName(t.Type)
-	case *btf.Array:
-		return fmt.Sprintf("%s [%d]", typeName(t.Type), t.Nelems)
-	case *btf.Void:
-		return "void"
-	}
-	if n := t.TypeName(); n != "" {
-		return n
-	}
-	return "void"
 }
 
 // Member finds member name of struct or union type t, also inside

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/providers"
 )
 
 // Print formats the value print( ) recorded, as DTrace prints it: the
@@ -30,7 +31,7 @@ func Print(addr uint64, t *types.Type, b []byte, indent int) string {
 // printValue writes "(type)value"; a struct, union or array spans lines,
 // its parts at indent+1 and its closing bracket at indent.
 func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
-	name := strings.TrimSuffix(typeName(t), " ")
+	name := strings.TrimSuffix(providers.BareTypeName(t), " ")
 	pad := strings.Repeat(" ", indent+1)
 	switch u := btf.UnderlyingType(t).(type) {
 	case *btf.Struct, *btf.Union:
@@ -83,7 +84,7 @@ func printMembers(w *strings.Builder, t btf.Type, b []byte, indent int) {
 		if m.BitfieldSize != 0 {
 			v := bits(b, uint32(m.Offset), uint32(m.BitfieldSize))
 			if v != 0 {
-				fmt.Fprintf(w, "%s.%s = (%s)%d,\n", pad, m.Name, typeName(m.Type), v)
+				fmt.Fprintf(w, "%s.%s = (%s)%d,\n", pad, m.Name, providers.BareTypeName(m.Type), v)
 			}
 			continue
 		}
