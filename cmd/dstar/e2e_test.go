@@ -379,15 +379,23 @@ func TestAllSyscalls(t *testing.T) {
 	}
 }
 
-func TestTracepointArrayField(t *testing.T) {
-	bpftest.Require(t)
-	// sock:inet_sock_set_state has __u8 saddr[4]: its elements are
-	// readable by index, with a constant or a computed one.
+// localListener listens on a TCP port of 127.0.0.1 until the test ends,
+// for the test to connect to.
+func localListener(t *testing.T) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func TestTracepointArrayField(t *testing.T) {
+	bpftest.Require(t)
+	// sock:inet_sock_set_state has __u8 saddr[4]: its elements are
+	// readable by index, with a constant or a computed one.
+	ln := localListener(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
 		sdt:sock::inet_sock_set_state /args->dport == %d/ { i = 3; printf("%%d.%%d.%%d.%%d\n", args->daddr[0], args->daddr[1], args->daddr[2], args->daddr[i]); exit(0); }`, port))
@@ -533,11 +541,7 @@ func TestAggregationDrops(t *testing.T) {
 
 func TestInetNtoa(t *testing.T) {
 	bpftest.Require(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := localListener(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
 		sdt:sock::inet_sock_set_state /args->dport == %d/ {

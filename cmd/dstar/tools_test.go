@@ -451,11 +451,7 @@ func TestToolBiolatency(t *testing.T) {
 
 func TestToolTcplife(t *testing.T) {
 	bpftest.Require(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := localListener(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	me := os.Getpid()
 	rt := startTool(t, "tcplife", "-p", strconv.Itoa(me))
