@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,26 +79,8 @@ func checkExpected(t *testing.T, name, out string, vars map[string]string) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls out until it matches re, failing after 20 s.
-func waitFor(t *testing.T, out, errb *syncBuffer, re string) {
+func waitFor(t *testing.T, out, errb *bpftest.Buffer, re string) {
 	t.Helper()
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(20 * time.Second)
@@ -171,7 +152,7 @@ func TestThreshold(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opened")
 	os.WriteFile(path, nil, 0o644)
 	cmd := exec.Command(dstarBin, "run", "threshold.star", "-n", comm, "-t", "1000")
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -219,7 +200,7 @@ func TestThreshold(t *testing.T) {
 func TestReportJSON(t *testing.T) {
 	bpftest.Require(t)
 	cmd := exec.Command(dstarBin, "run", "report_json.star", "-d", "0.5", "-T", "3")
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

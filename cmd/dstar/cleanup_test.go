@@ -153,7 +153,7 @@ fail("boom")
 					"-p", strconv.Itoa(traced.Process.Pid))
 			}
 			cmd := exec.Command(dstarBin, args...)
-			var out, errb syncBuffer
+			var out, errb bpftest.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

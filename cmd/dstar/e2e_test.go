@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -209,7 +208,7 @@ func TestUsage(t *testing.T) {
 func TestSigintPrintsAggregations(t *testing.T) {
 	bpftest.Require(t)
 	cmd := exec.Command(dstarBin, "-n", `tick-10ms { @ticks = count(); @[probename] = sum(2); } tick-10ms /++n == 5/ { printf("ready"); } END { printf("end"); }`)
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -228,26 +227,8 @@ func TestSigintPrintsAggregations(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls buf until it contains s.
-func waitFor(t *testing.T, buf *syncBuffer, s string) {
+func waitFor(t *testing.T, buf *bpftest.Buffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -328,7 +309,7 @@ func TestGrabPid(t *testing.T) {
 	}
 	pid := sleeper.Process.Pid
 	cmd := exec.Command(dstarBin, "-p", strconv.Itoa(pid), "-n", `tick-10ms /$target == `+strconv.Itoa(pid)+` && n++ == 0/ { printf("ready"); }`)
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -399,7 +380,7 @@ func TestTracepointArrayField(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
 		sdt:sock::inet_sock_set_state /args->dport == %d/ { i = 3; printf("%%d.%%d.%%d.%%d\n", args->daddr[0], args->daddr[1], args->daddr[2], args->daddr[i]); exit(0); }`, port))
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -546,7 +527,7 @@ func TestInetNtoa(t *testing.T) {
 	cmd := exec.Command(dstarBin, "-q", "-n", fmt.Sprintf(`BEGIN { printf("ready\n"); }
 		sdt:sock::inet_sock_set_state /args->dport == %d/ {
 			printf("%%s\n", inet_ntoa(&((struct sock *)args->skaddr)->__sk_common.skc_daddr)); exit(0); }`, port))
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -775,7 +756,7 @@ func TestSeveralTargets(t *testing.T) {
 	defer sleeper.Process.Kill()
 	cmd := exec.Command(dstarBin, "-n", `BEGIN { printf("target %d\n", $target); }`,
 		"-c", "sh -c 'exit 3'", "-c", "sh -c 'kill -9 $$'", "-p", strconv.Itoa(sleeper.Process.Pid))
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ dtrace.sleep(1)
 	// The collector's trace gives the live heap after each collection:
 	// a steadier measure than the resident size.
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
-	var errb syncBuffer
+	var errb bpftest.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -450,7 +450,7 @@ func TestPidCleanup(t *testing.T) {
 
 	cmd := exec.Command(dstarBin, "-q", "-p", fmt.Sprint(pid), "-n",
 		`pid$target:a.out:pidt_foo:entry { printf("fired\n"); }`)
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

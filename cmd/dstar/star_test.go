@@ -26,10 +26,10 @@ func writeScript(t *testing.T, src string) string {
 }
 
 // startScript starts dstar run on a script, with its output captured.
-func startScript(t *testing.T, path string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func startScript(t *testing.T, path string) (*exec.Cmd, *bpftest.Buffer, *bpftest.Buffer) {
 	t.Helper()
 	cmd := exec.Command(dstarBin, "run", path)
-	var out, errb syncBuffer
+	var out, errb bpftest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

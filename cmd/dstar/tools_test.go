@@ -32,7 +32,7 @@ import (
 type runningTool struct {
 	t        *testing.T
 	cmd      *exec.Cmd
-	out, err syncBuffer
+	out, err bpftest.Buffer
 	exited   chan struct{} // closed when the process has exited
 	waitErr  error         // Wait's result, once exited is closed
 }
