@@ -2,12 +2,12 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/engine/usym"
+	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
@@ -126,16 +126,8 @@ func stackFrames(b []byte, t *types.Type) []string {
 }
 
 // tracing reports whether s is in a BPF program or in the kernel code
-// that runs one for a tracepoint (providers.TracingFrames names the same
-// functions for stackdepth and caller).
+// that runs one (the functions providers.TracingFrames may name, which
+// stackdepth and caller leave out too).
 func tracing(s ksym.Symbol) bool {
-	if s.Module == "bpf" {
-		return true
-	}
-	for _, p := range []string{"bpf_trace_run", "__bpf_trace_", "trace_call_bpf", "perf_trace_", "bpf_prog_", "__traceiter_", "perf_syscall_"} {
-		if strings.HasPrefix(s.Func, p) {
-			return true
-		}
-	}
-	return false
+	return s.Module == "bpf" || providers.MayRunPrograms(s.Func)
 }

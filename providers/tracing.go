@@ -48,10 +48,12 @@ func TracingFrames(p *Probe) (program int, funcs []string) {
 }
 
 // MayRunPrograms reports whether the kernel function name is of a family
-// TracingFrames may name: callers use it to read the extents of just
-// those from kallsyms.
+// that runs BPF programs for probes (those TracingFrames may name, and
+// trace_call_bpf, which runs kprobe programs): callers use it to read the
+// extents of just those from kallsyms, and to leave such frames out of
+// stacks.
 func MayRunPrograms(name string) bool {
-	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_"} {
+	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "perf_syscall_", "trace_call_bpf"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
