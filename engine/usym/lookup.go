@@ -1,10 +1,6 @@
 package usym
 
-import (
-	"path/filepath"
-
-	"github.com/dstar-trace/dstar/providers/elfsym"
-)
+import "path/filepath"
 
 // Location is where an address of a process lies, as far as it is known:
 // Module is empty when no file maps it, Func when no symbol holds it.
@@ -15,22 +11,27 @@ type Location struct {
 }
 
 // Lookup finds where pc lies in process pid: what usym( ), umod( ) and
-// uaddr( ) print. (Frame is the same search rendered as a stack frame.)
+// uaddr( ) print, and Frame renders as a stack frame. A stripped file's
+// local functions are named from its debug file, when one is installed.
 func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
 	m, ok := s.mapping(pid, pc)
 	if !ok || !m.IsFile() {
 		return Location{}
 	}
 	loc := Location{Module: filepath.Base(m.Path)}
-	f, err := elfsym.Open(m.Path)
+	sf := s.file(m)
+	if sf.f == nil {
+		return loc
+	}
+	v, err := sf.f.Address(m.FileOffset(pc))
 	if err != nil {
 		return loc
 	}
-	v, err := f.Address(m.FileOffset(pc))
-	if err != nil {
-		return loc
+	sym, ok := sf.f.ByAddress(v)
+	if !ok && sf.debug != nil {
+		sym, ok = sf.debug.ByAddress(v)
 	}
-	if sym, ok := f.ByAddress(v); ok {
+	if ok {
 		loc.Func, loc.Offset = sym.Name, v-sym.Value
 	}
 	return loc

@@ -13,8 +13,6 @@
 package usym
 
 import (
-	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -203,30 +201,16 @@ func (s *Symbolizer) reread(pid int) bool {
 // Frame renders pc in process pid: module`function+0xoff, module`0xaddr
 // when the module is known but not the function, or the bare address.
 func (s *Symbolizer) Frame(pid int, pc uint64) string {
-	m, ok := s.mapping(pid, pc)
-	if !ok || !m.IsFile() {
-		return fmt.Sprintf("0x%x", pc)
+	loc := s.Lookup(pid, pc)
+	switch {
+	case loc.Module == "":
+		return "0x" + strconv.FormatUint(pc, 16)
+	case loc.Func == "":
+		return loc.Module + "`0x" + strconv.FormatUint(pc, 16)
+	case loc.Offset == 0:
+		return loc.Module + "`" + loc.Func
 	}
-	mod := filepath.Base(m.Path)
-	sf := s.file(m)
-	if sf.f == nil {
-		return fmt.Sprintf("%s`0x%x", mod, pc)
-	}
-	v, err := sf.f.Address(m.FileOffset(pc))
-	if err != nil {
-		return fmt.Sprintf("%s`0x%x", mod, pc)
-	}
-	sym, ok := sf.f.ByAddress(v)
-	if !ok && sf.debug != nil {
-		sym, ok = sf.debug.ByAddress(v)
-	}
-	if !ok {
-		return fmt.Sprintf("%s`0x%x", mod, pc)
-	}
-	if off := v - sym.Value; off != 0 {
-		return mod + "`" + sym.Name + "+0x" + strconv.FormatUint(off, 16)
-	}
-	return mod + "`" + sym.Name
+	return loc.Module + "`" + loc.Func + "+0x" + strconv.FormatUint(loc.Offset, 16)
 }
 
 // file returns the symbols of m's file, opening it on first use.
