@@ -356,71 +356,72 @@ func execPathArg(pr *Probe, p *Prologue, i int) asm.Instructions {
 	}
 }
 
-// taskIDs is where a task_struct keeps its thread id (pid) and process id
-// (tgid), from the kernel's BTF.
-var taskIDs = sync.OnceValues(func() (int, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return 0, fmt.Errorf("reading the kernel's BTF: %w", err)
-	}
-	var ts *btf.Struct
-	if err := spec.TypeByName("task_struct", &ts); err != nil {
-		return 0, err
-	}
-	off := map[string]int{}
-	for _, m := range ts.Members {
-		if m.Name == "pid" || m.Name == "tgid" {
-			off[m.Name] = int(m.Offset.Bytes())
-		}
-	}
-	pid, ok1 := off["pid"]
-	tgid, ok2 := off["tgid"]
-	if !ok1 || !ok2 || tgid != pid+4 {
-		return 0, fmt.Errorf("task_struct's pid and tgid are not adjacent on this kernel")
-	}
-	return pid, nil
-})
-
-// ioWaitBit is where task_struct keeps in_iowait, a one-bit field: the
-// byte and the bit in it (bit-fields fill bytes from the low bit up on
-// the little-endian machines dstar runs on).
-var ioWaitBit = sync.OnceValues(func() ([2]int, error) {
+// taskMembers are task_struct's members, from the kernel's BTF.
+var taskMembers = sync.OnceValues(func() (map[string]btf.Member, error) {
 	spec, err := KernelBTF()
 	if err != nil {
-		return [2]int{}, fmt.Errorf("reading the kernel's BTF: %w", err)
+		return nil, fmt.Errorf("reading the kernel's BTF: %w", err)
 	}
 	var ts *btf.Struct
 	if err := spec.TypeByName("task_struct", &ts); err != nil {
-		return [2]int{}, err
+		return nil, err
 	}
+	ms := map[string]btf.Member{}
 	for _, m := range ts.Members {
-		if m.Name == "in_iowait" {
-			return [2]int{int(m.Offset / 8), int(m.Offset % 8)}, nil
-		}
+		ms[m.Name] = m
 	}
-	return [2]int{}, fmt.Errorf("task_struct has no in_iowait on this kernel")
+	return ms, nil
 })
 
+// taskIDs is where a task_struct keeps its thread id (pid), followed by
+// its process id (tgid).
+func taskIDs() (int, error) {
+	ms, err := taskMembers()
+	if err != nil {
+		return 0, err
+	}
+	pid, ok1 := ms["pid"]
+	tgid, ok2 := ms["tgid"]
+	if !ok1 || !ok2 || tgid.Offset != pid.Offset+32 {
+		return 0, fmt.Errorf("task_struct's pid and tgid are not adjacent on this kernel")
+	}
+	return int(pid.Offset.Bytes()), nil
+}
+
+// readTask appends code that reads n bytes at offset off of the
+// task_struct in R0 into the prologue's scratch bytes, skipping the event
+// if it cannot.
+func readTask(p *Prologue, off, n int) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, int32(off)),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(p.Scratch)),
+		asm.Mov.Imm(asm.R2, int32(n)),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, p.Skip),
+	}
+}
+
 // taskInIOWait appends code that skips the event unless the task_struct
-// in R0 is waiting for I/O.
+// in R0 is waiting for I/O: in_iowait is a one-bit field (bit-fields fill
+// bytes from the low bit up on the little-endian machines dstar runs on).
 func taskInIOWait(pr *Probe, p *Prologue) (asm.Instructions, error) {
-	at, err := ioWaitBit()
+	ms, err := taskMembers()
 	if err != nil {
 		return nil, err
 	}
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R3, asm.R0),
-		asm.Add.Imm(asm.R3, int32(at[0])),
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, int32(p.Scratch)),
-		asm.Mov.Imm(asm.R2, 1),
-		asm.FnProbeReadKernel.Call(),
-		asm.JNE.Imm(asm.R0, 0, p.Skip),
+	m, ok := ms["in_iowait"]
+	if !ok {
+		return nil, fmt.Errorf("task_struct has no in_iowait on this kernel")
+	}
+	keep := label(pr, "iowait")
+	return append(readTask(p, int(m.Offset/8), 1),
 		asm.LoadMem(asm.R1, asm.RFP, p.Scratch, asm.Byte),
-		asm.JSet.Imm(asm.R1, 1<<at[1], label(pr, "iowait")),
+		asm.JSet.Imm(asm.R1, int32(1)<<(m.Offset%8), keep),
 		asm.Ja.Label(p.Skip),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol(label(pr, "iowait")),
-	}, nil
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(keep),
+	), nil
 }
 
 // newTaskIs appends code that skips the event unless the task_struct in
@@ -435,18 +436,11 @@ func newTaskIs(p *Prologue, process bool) (asm.Instructions, error) {
 	if process {
 		jump = asm.JNE
 	}
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R3, asm.R0),
-		asm.Add.Imm(asm.R3, int32(off)),
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, int32(p.Scratch)),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadKernel.Call(),
-		asm.JNE.Imm(asm.R0, 0, p.Skip),
+	return append(readTask(p, off, 8),
 		asm.LoadMem(asm.R1, asm.RFP, p.Scratch, asm.Word),
 		asm.LoadMem(asm.R2, asm.RFP, p.Scratch+4, asm.Word),
 		jump.Reg(asm.R1, asm.R2, p.Skip),
-	}, nil
+	), nil
 }
 
 // Attach attaches prog to each of the probe's raw tracepoints, or to a
