@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ func startDevtools(t *testing.T, chromium string) *devtools {
 	}
 	cmd := exec.Command(chromium, append(bpftest.ChromiumFlags(t), "--remote-debugging-pipe", "about:blank")...)
 	cmd.ExtraFiles = []*os.File{cmdR, evW} // fds 3 and 4
+	// A group of its own, to kill its helper processes too: left running,
+	// they write into the profile directory as the test removes it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func startDevtools(t *testing.T, chromium string) *devtools {
 	go d.read(bufio.NewReader(evR))
 	t.Cleanup(func() {
 		cmdW.Close()
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		evR.Close()
 	})
