@@ -536,8 +536,14 @@ func (in *Info) Macro(m *ast.MacroVar) (val int64, str string, isStr bool, err e
 		return int64(selfUid()), "", false, nil
 	case "gid":
 		return int64(selfGid()), "", false, nil
+	case "euid":
+		return int64(selfEuid()), "", false, nil
+	case "egid":
+		return int64(selfEgid()), "", false, nil
 	case "pgid":
 		return int64(selfPgid()), "", false, nil
+	case "sid":
+		return int64(selfSid()), "", false, nil
 	}
 	n, e := strconv.Atoi(name)
 	if e != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
+	"golang.org/x/sys/unix"
 )
 
 // TypeOf types e on env's probe, declaring globals and aggregations on
@@ -874,12 +875,25 @@ func selfPid() int  { return os.Getpid() }
 func selfPpid() int { return os.Getppid() }
 func selfUid() int  { return os.Getuid() }
 func selfGid() int  { return os.Getgid() }
+func selfEuid() int { return os.Geteuid() }
+func selfEgid() int { return os.Getegid() }
 func selfPgid() int {
-	g, err := syscallGetpgid()
+	g, err := unix.Getpgid(0)
 	if err != nil {
 		return 0
 	}
 	return g
+}
+
+// selfSid is 0 when the session's leader is outside dstar's pid namespace,
+// or when the session is the kernel's own (a process that init started
+// without setsid): getsid(2) says the same, and so does curpsinfo->pr_sid.
+func selfSid() int {
+	s, err := unix.Getsid(0)
+	if err != nil {
+		return 0
+	}
+	return s
 }
 
 // aggParams checks and returns the constant parameters of lquantize and
