@@ -40,7 +40,15 @@ func (e *Enabling) handle(raw []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prefix := ""
-	if !s.opts.Quiet {
+	switch {
+	case s.opts.FlowIndent:
+		// dtrace(1) prints flow lines even in quiet mode.
+		if !s.headerOut {
+			prefix = output.FlowHeader()
+			s.headerOut = true
+		}
+		prefix += s.flowLine(e, epid, cpu, rec.Probe)
+	case !s.opts.Quiet:
 		if !s.headerOut {
 			prefix = output.ProbeHeader()
 			s.headerOut = true
@@ -48,7 +56,13 @@ func (e *Enabling) handle(raw []byte) {
 		prefix += output.ProbeLine(cpu, rec.Probe.ID, rec.Probe.Function, rec.Probe.Name)
 	}
 	if len(rec.Actions) == 0 {
-		s.deliver(&Event{Kind: KindProbe, Probe: rec.Probe, EPID: epid, CPU: cpu, PID: pid, Timestamp: ts, Text: prefix + "\n"})
+		// A clause with no records ends its line, out of quiet mode.
+		if !s.opts.Quiet {
+			prefix += "\n"
+		}
+		if prefix != "" {
+			s.deliver(&Event{Kind: KindProbe, Probe: rec.Probe, EPID: epid, CPU: cpu, PID: pid, Timestamp: ts, Text: prefix})
+		}
 		return
 	}
 	for i, act := range rec.Actions {

@@ -26,7 +26,7 @@ const (
 var options = map[string]optionKind{
 	"bufsize": optSize, "aggsize": optSize, "strsize": optSize, "dynvarsize": optSize,
 	"quiet": optBool, "destructive": optBool, "defaultargs": optBool, "zdefs": optBool,
-	"errtags": optBool, "rawbytes": optBool, "flowindent": optUnsupported,
+	"errtags": optBool, "rawbytes": optBool, "flowindent": optBool,
 	"switchrate": optRate, "aggrate": optRate, "statusrate": optRate, "cleanrate": optRate,
 	// Records are read as they come and aggregations when asked for:
 	// there is no buffer to switch, resize or fill policy to choose.

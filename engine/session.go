@@ -15,7 +15,10 @@ import (
 
 // Options configure a session; they are DTrace's -x options.
 type Options struct {
-	Quiet      bool
+	Quiet bool
+	// FlowIndent is -F: probe lines indent at entry probes and unindent at
+	// return probes, quiet or not.
+	FlowIndent bool
 	Out        io.Writer // standard output: records, aggregations
 	Err        io.Writer // standard error: faults, drops
 	Prog       string    // the name messages are prefixed with ("dstar")
@@ -48,6 +51,7 @@ type Session struct {
 	firstOut  io.Writer  // where output went before freopen()
 	enablings []*Enabling
 	headerOut bool // the CPU/ID/FUNCTION:NAME header has been printed
+	flow      flowState
 
 	done     chan struct{} // closed when a program calls exit() or Stop is called
 	doneOnce sync.Once

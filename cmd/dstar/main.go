@@ -73,7 +73,7 @@ func (e *usageError) Error() string { return e.msg }
 
 func parseArgs(args []string) (*config, error) {
 	c := &config{prog: progName(args[0])}
-	opts, rest, err := getopt(args[1:], "c:eh?lm:n:o:p:qs:vVwx:ZP:f:CD:U:I:")
+	opts, rest, err := getopt(args[1:], "c:eFh?lm:n:o:p:qs:vVwx:ZP:f:CD:U:I:")
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
@@ -103,6 +103,8 @@ func parseArgs(args []string) (*config, error) {
 			c.list = true
 		case 'q':
 			c.quiet = true
+		case 'F':
+			c.xopts = append(c.xopts, [2]string{"flowindent", ""})
 		case 'o':
 			c.output = o.arg
 		case 'v':

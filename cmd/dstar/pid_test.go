@@ -514,3 +514,42 @@ func breakpointAt(t *testing.T, pid int, path, fn string) bool {
 	t.Fatalf("%s offset %#x not mapped in %d", path, off, pid)
 	return false
 }
+
+// TestFlowIndent checks -F's layout: entry probes indent what follows and
+// return probes take it back, syscall's with "=>" and "<=", and a second
+// clause on the probe that just fired prints as "| function:name" without
+// indenting again.
+func TestFlowIndent(t *testing.T) {
+	prog := pidBuild(t, "pie")
+	out := filepath.Join(t.TempDir(), "out")
+	r := dstar(t, 20*time.Second, "-F", "-o", out, "-n", `
+pid$target:a.out:pidt_f*:entry, pid$target:a.out:pidt_f*:return {}
+pid$target:a.out:pidt_fbar:entry {}
+syscall::getpid:entry, syscall::getpid:return /pid == $target/ {}`, "-c", prog)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(s string) string { return fmt.Sprintf("%-41s \n", s) }
+	want := "CPU " + line("FUNCTION")[:41] + "\n"
+	for i := 0; i < 3; i++ {
+		want += line(" -> pidt_foo") + line(" <- pidt_foo")
+	}
+	for i := 0; i < 2; i++ {
+		want += line(" -> pidt_fbar") + line("  | pidt_fbar:entry") + line(" <- pidt_fbar")
+	}
+	want += line(" => getpid") + line(" <= getpid") + "\n"
+	// Each line but the heading starts with its CPU, "%3d ".
+	lines := strings.SplitAfter(string(b), "\n")
+	for i := 1; i < len(lines); i++ {
+		if len(lines[i]) > 4 {
+			lines[i] = lines[i][4:]
+		}
+	}
+	if got := strings.Join(lines, ""); got != want {
+		t.Errorf("got:\n%q\nwant:\n%q", got, want)
+	}
+}
