@@ -51,6 +51,7 @@ type parser struct {
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
 	typedefs map[string]bool // names typedef has declared
+	pending  *ast.Decl       // a declaration the last one implied (a typedef of a definition)
 	macros   []string        // macro variables named so far
 }
 
@@ -138,12 +139,17 @@ typ:
 		return nil, p.syntaxError()
 	}
 	if d.Typedef {
-		if p.typedefs == nil {
-			p.typedefs = map[string]bool{}
-		}
-		p.typedefs[d.Name] = true
+		p.addTypedef(d.Name)
 	}
 	return d, nil
+}
+
+// addTypedef makes name a type name for the rest of the parse.
+func (p *parser) addTypedef(name string) {
+	if p.typedefs == nil {
+		p.typedefs = map[string]bool{}
+	}
+	p.typedefs[name] = true
 }
 
 // translator parses "translator OUT < IN PARAM > { member = expr; ... };",
@@ -222,10 +228,7 @@ func (p *parser) xlateType() (*ast.TypeName, error) {
 	if p.tok.Kind != lexer.Ident {
 		return nil, p.syntaxError()
 	}
-	if p.typedefs == nil {
-		p.typedefs = map[string]bool{}
-	}
-	p.typedefs[p.tok.Text] = true // it can only be a type here
+	p.addTypedef(p.tok.Text) // it can only be a type here
 	return p.typeName()
 }
 
@@ -266,15 +269,34 @@ func (p *parser) xlate() (ast.Expr, error) {
 // typeDef parses the body of "struct NAME { ... };", "union NAME { ... };"
 // or "enum NAME { A, B = 2 };".
 func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
-	kind, name, ok := strings.Cut(d.Type.Name, " ")
-	if !ok || (kind != "struct" && kind != "union" && kind != "enum") {
+	kind, name, _ := strings.Cut(d.Type.Name, " ")
+	if kind != "struct" && kind != "union" && kind != "enum" || name == "" && !d.Typedef {
 		return nil, p.syntaxError()
 	}
+	// "typedef struct [tag] { ... } name_t;" is the definition, then a
+	// typedef of it. A definition without a tag takes the typedef's
+	// name as its tag, which is what messages then call it.
 	def, err := p.typeBody(kind, name, d.Pos)
 	if err != nil {
 		return nil, err
 	}
 	d.Def = def
+	if d.Typedef {
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		if name == "" {
+			name = p.tok.Text
+			def.Name = name
+		}
+		d.Typedef = false
+		p.pending = &ast.Decl{File: d.File, Pos: p.tok.Pos, Typedef: true, Name: p.tok.Text,
+			Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+		p.addTypedef(p.tok.Text)
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
 	}
@@ -437,6 +459,10 @@ func (p *parser) program() (*ast.Program, error) {
 				return nil, err
 			}
 			prog.Decls = append(prog.Decls, d)
+			if p.pending != nil {
+				prog.Decls = append(prog.Decls, p.pending)
+				p.pending = nil
+			}
 		case t.Kind == lexer.ProbeDesc:
 			c, err := p.clause(t)
 			if err != nil {
