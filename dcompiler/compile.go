@@ -6,6 +6,11 @@
 package dcompiler
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
@@ -42,6 +47,9 @@ type Options struct {
 	// -x stackframes and ustackframes: the default depths of stack( )
 	// and ustack( ) (20 when 0).
 	StackFrames, UStackFrames int
+	// LibDirs are -L directories: their .d files, in name order, join the
+	// D library every program is compiled with.
+	LibDirs []string
 }
 
 // Program is a compiled D program.
@@ -56,7 +64,11 @@ type Program struct {
 func Compile(files []*source.File, opts Options) (*Program, error) {
 	tree := &ast.Program{}
 	typedefs := map[string]bool{}
-	for _, f := range append(library(), files...) {
+	lib, err := library(opts.LibDirs)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs)
 		if err != nil {
@@ -88,13 +100,31 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 }
 
 // library returns the D library's files, which every program includes
-// first. They are parsed afresh each time: checking rewrites the tree.
-func library() []*source.File {
+// first, then those of the directories dirs. They are parsed afresh each
+// time: checking rewrites the tree.
+func library(dirs []string) ([]*source.File, error) {
 	var out []*source.File
 	for _, f := range stdlib.DLibrary() {
 		out = append(out, source.NewFile(f.Name, f.Text))
 	}
-	return out
+	for _, dir := range dirs {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.d"))
+		if err == nil {
+			_, err = os.Stat(dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to open library directory %s: %v", dir, err)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("failed to load library %s: %v", p, err)
+			}
+			out = append(out, source.NewFile(p, string(b)))
+		}
+	}
+	return out, nil
 }
 
 // Probes lists the program's matched probes.

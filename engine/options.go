@@ -34,9 +34,11 @@ var options = map[string]optionKind{
 	"aggsortkey": optBool, "aggsortrev": optBool, "aggsortpos": optInt,
 	"aggsortkeypos": optInt, "aggpercpu": optBool,
 	"nspec": optInt, "specsize": optSize,
-	"cpp": optBool, "define": optUnsupported, "undef": optUnsupported,
-	"incdir": optUnsupported, "cppargs": optUnsupported, "cpppath": optUnsupported,
-	"version": optAny, "stdc": optUnsupported, "argref": optBool,
+	// The preprocessor's and the library's options act on the command
+	// line (cmd/dstar), before any script is read.
+	"cpp": optBool, "define": optAny, "undef": optAny,
+	"incdir": optAny, "cppargs": optUnsupported, "cpppath": optUnsupported,
+	"version": optAny, "stdc": optAny, "argref": optBool,
 	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
 	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
@@ -46,7 +48,7 @@ var options = map[string]optionKind{
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
 	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
 	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optUnsupported,
-	"libdir": optUnsupported, "preallocate": optUnsupported, "ctypes": optUnsupported,
+	"libdir": optAny, "preallocate": optUnsupported, "ctypes": optUnsupported,
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
 	"userland": optUnsupported, "specsize-": optUnsupported,
@@ -86,6 +88,12 @@ func CheckOption(name, value string) error {
 			return bad
 		}
 		if name == "stackfmt" && value != "folded" && value != "default" {
+			return bad
+		}
+		if name == "stdc" && value != "a" && value != "c" && value != "s" && value != "t" {
+			return bad
+		}
+		if (name == "define" || name == "undef" || name == "incdir" || name == "libdir") && value == "" {
 			return bad
 		}
 		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {

@@ -57,6 +57,10 @@ type config struct {
 	defines map[string]string // -D
 	undefs  []string          // -U
 	incdirs []string          // -I
+	stdc    string            // -X: a, c, s or t
+	incList bool              // -H: list the files #include reads
+	libdirs []string          // -L: directories of D library files
+	showBPF bool              // -S: print the programs' instructions
 }
 
 // exit statuses, as dtrace(1)'s.
@@ -73,7 +77,18 @@ func (e *usageError) Error() string { return e.msg }
 
 func parseArgs(args []string) (*config, error) {
 	c := &config{prog: progName(args[0])}
-	opts, rest, err := getopt(args[1:], "c:eFh?lm:n:o:p:qs:vVwx:ZP:f:CD:U:I:")
+	// -32 and -64 choose the data model, before getopt sees them.
+	var argv []string
+	for _, a := range args[1:] {
+		switch a {
+		case "-64":
+			continue
+		case "-32":
+			return nil, fmt.Errorf("-32 is not supported: dstar's programs are 64-bit")
+		}
+		argv = append(argv, a)
+	}
+	opts, rest, err := getopt(argv, "b:c:eFGh?HlL:m:n:o:p:qs:SvVwx:X:ZP:f:i:CD:U:I:")
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
@@ -87,8 +102,20 @@ func parseArgs(args []string) (*config, error) {
 				continue
 			}
 			c.sources = append(c.sources, source{o.name, o.arg})
-		case 'n', 'P', 'm', 's':
+		case 'n', 'P', 'm', 's', 'i':
 			c.sources = append(c.sources, source{o.name, o.arg})
+		case 'b':
+			c.xopts = append(c.xopts, [2]string{"bufsize", o.arg})
+		case 'G':
+			return nil, fmt.Errorf("-G is not supported: dstar reads USDT probes from the ELF notes <sys/sdt.h> makes (package systemtap-sdt-dev), which need no generated object")
+		case 'H':
+			c.incList = true
+		case 'L':
+			c.libdirs = append(c.libdirs, o.arg)
+		case 'S':
+			c.showBPF = true
+		case 'X':
+			c.xopts = append(c.xopts, [2]string{"stdc", o.arg})
 		case 'c':
 			c.cmds = append(c.cmds, o.arg)
 		case 'p':
@@ -123,19 +150,40 @@ func parseArgs(args []string) (*config, error) {
 		case 'C':
 			c.cpp = true
 		case 'D':
-			name, val, _ := strings.Cut(o.arg, "=")
-			if c.defines == nil {
-				c.defines = map[string]string{}
-			}
-			c.defines[name] = val
+			c.define(o.arg)
 		case 'U':
 			c.undefs = append(c.undefs, o.arg)
 		case 'I':
 			c.incdirs = append(c.incdirs, o.arg)
 		}
 	}
+	// The preprocessor's and the library's settings may also come as -x
+	// options (an invalid value is reported with the others).
+	for _, x := range c.xopts {
+		switch x[0] {
+		case "define":
+			c.define(x[1])
+		case "undef":
+			c.undefs = append(c.undefs, x[1])
+		case "incdir":
+			c.incdirs = append(c.incdirs, x[1])
+		case "libdir":
+			c.libdirs = append(c.libdirs, x[1])
+		case "stdc":
+			c.stdc = x[1]
+		}
+	}
 	c.macros = rest
 	return c, nil
+}
+
+// define is -D NAME[=VALUE].
+func (c *config) define(arg string) {
+	name, val, _ := strings.Cut(arg, "=")
+	if c.defines == nil {
+		c.defines = map[string]string{}
+	}
+	c.defines[name] = val
 }
 
 var (

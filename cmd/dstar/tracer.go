@@ -34,8 +34,8 @@ func (t *tracer) errorf(format string, args ...any) {
 	fmt.Fprintf(t.stderr, "%s: %s\n", t.cfg.prog, fmt.Sprintf(format, args...))
 }
 
-// descText turns -P/-m/-f/-n arguments into D clause text.
-func descText(s source) string {
+// descText turns -P/-m/-f/-n/-i arguments into D clause text.
+func (t *tracer) descText(s source) (string, error) {
 	desc, rest := s.text, ""
 	if i := strings.IndexAny(s.text, " \t\n/{"); i >= 0 {
 		desc, rest = s.text[:i], s.text[i:]
@@ -47,8 +47,32 @@ func descText(s source) string {
 		desc += "::"
 	case 'f':
 		desc += ":"
+	case 'i':
+		p, err := t.probeByID(desc)
+		if err != nil {
+			return "", fmt.Errorf("invalid probe specifier %s: %v", s.text, err)
+		}
+		desc = p.Provider + ":" + p.Module + ":" + p.Function + ":" + p.Name
 	}
-	return desc + rest
+	return desc + rest, nil
+}
+
+// probeByID finds the probe with an ID dstar -l shows.
+func (t *tracer) probeByID(text string) (*providers.Probe, error) {
+	id, err := strconv.ParseUint(text, 0, 32)
+	if err != nil || id == 0 {
+		return nil, fmt.Errorf("invalid probe identifier %s", text)
+	}
+	all, err := t.reg.List(providers.Desc{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range all {
+		if p.ID == int(id) {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("invalid probe identifier %d", id)
 }
 
 // descName is how dtrace(1) names a -n argument in its notices: the
@@ -74,9 +98,16 @@ func (t *tracer) readSources() error {
 			}
 			text := stripShebang(string(b))
 			if t.cfg.cpp || engine.OptionSet(t.pragmaOpts(text), "cpp") {
-				out, err := cpp.Run(s.text, text, cpp.Options{
-					Defines: t.cfg.defines, Undefs: t.cfg.undefs, Includes: t.cfg.incdirs,
-				})
+				opts := cpp.Options{
+					Defines: t.cfg.defines, Undefs: t.cfg.undefs, Includes: t.cfg.incdirs, Stdc: t.cfg.stdc,
+				}
+				if t.cfg.incList {
+					// As cpp -H: a dot per level of nesting, then the path.
+					opts.Included = func(depth int, path string) {
+						fmt.Fprintf(t.stderr, "%s %s\n", strings.Repeat(".", depth), path)
+					}
+				}
+				out, err := cpp.Run(s.text, text, opts)
 				if err != nil {
 					return fmt.Errorf("failed to preprocess %s: %v", s.text, err)
 				}
@@ -84,7 +115,11 @@ func (t *tracer) readSources() error {
 			}
 			t.files = append(t.files, dsource.NewFile(s.text, text))
 		} else {
-			t.files = append(t.files, dsource.NewFile("", descText(s)))
+			text, err := t.descText(s)
+			if err != nil {
+				return err
+			}
+			t.files = append(t.files, dsource.NewFile("", text))
 		}
 		t.kinds = append(t.kinds, s)
 	}
@@ -125,11 +160,11 @@ func capitalize(s string) string {
 }
 
 func (t *tracer) run() int {
+	t.reg = providers.Default()
 	if err := t.readSources(); err != nil {
 		t.errorf("%v", err)
 		return exitError
 	}
-	t.reg = providers.Default()
 	if t.cfg.list {
 		return t.list()
 	}
@@ -211,6 +246,9 @@ func (t *tracer) run() int {
 		killKids()
 		t.compileError(err)
 		return exitError
+	}
+	if t.cfg.showBPF {
+		t.showPrograms(prog)
 	}
 	if err := checkOptions(t.opts); err != nil {
 		killKids()
@@ -349,8 +387,21 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
-		StackFrames: frames, UStackFrames: uframes,
+		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
 	})
+}
+
+// showPrograms is -S: where dtrace prints each clause's DIF, dstar prints
+// the BPF programs it will load, on standard error.
+func (t *tracer) showPrograms(prog *dcompiler.Program) {
+	for _, p := range prog.Code.Programs {
+		what := p.Probe.String()
+		if len(p.Probes) > 1 {
+			what = fmt.Sprintf("%d probes (%s, ...)", len(p.Probes), p.Probes[0])
+		}
+		fmt.Fprintf(t.stderr, "\nBPF program %s for %s: %s, %d instructions\n%v", p.Spec.Name, what,
+			p.Spec.Type, len(p.Spec.Instructions), p.Spec.Instructions)
+	}
 }
 
 // scriptName is $0: the first script's name, else the program name.
@@ -459,7 +510,11 @@ func (t *tracer) list() int {
 			t.printList(prog.Probes())
 			return exitOK
 		}
-		text := descText(s)
+		text, err := t.descText(s)
+		if err != nil {
+			t.errorf("%v", err)
+			return exitError
+		}
 		if j := strings.IndexAny(text, " \t\n/{"); j >= 0 {
 			text = text[:j]
 		}

@@ -21,6 +21,12 @@ type Options struct {
 	Defines  map[string]string // -D NAME[=VALUE] (VALUE "" means 1)
 	Undefs   []string          // -U NAME
 	Includes []string          // -I DIR, searched in order
+	// Stdc is dtrace's -X mode: "a" (the default) and "t" define
+	// __STDC__ as 0, "c" as 1, and "s" (K&R C) leaves it undefined.
+	Stdc string
+	// Included, when set, is told of each file #include reads and how
+	// deeply it is nested (1 for the script's own), for -H.
+	Included func(depth int, path string)
 }
 
 // Error is a preprocessing error at a line of a file.
@@ -48,6 +54,12 @@ func Run(name, src string, opts Options) (string, error) {
 	p := &pp{opts: opts, macros: map[string]*macro{}}
 	for k, v := range predefined() {
 		p.macros[k] = &macro{body: v}
+	}
+	switch opts.Stdc {
+	case "", "a", "t":
+		p.macros["__STDC__"] = &macro{body: "0"}
+	case "c":
+		p.macros["__STDC__"] = &macro{body: "1"}
 	}
 	for k, v := range opts.Defines {
 		if v == "" {
@@ -169,6 +181,9 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 				text, path, err := p.include(name, strings.TrimSpace(rest))
 				if err != nil {
 					return errf("%v", err)
+				}
+				if p.opts.Included != nil {
+					p.opts.Included(p.depth, path)
 				}
 				var inc strings.Builder
 				if err := p.file(path, text, &inc); err != nil {

@@ -72,6 +72,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 			opts.CPU, opts.OnCPU = engine.ParseCPU(val)
 		case "stackfmt":
 			opts.Folded = val == "folded"
+		case "flowindent":
+			opts.FlowIndent = bool(kv[1].Truth())
 		case "switchrate":
 			d, err := duration(kv[1])
 			if err != nil {
