@@ -73,7 +73,7 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 		case "stackfmt":
 			opts.Folded = val == "folded"
 		case "flowindent":
-			opts.FlowIndent = bool(kv[1].Truth())
+			opts.FlowIndent = val != "0" && val != "false"
 		case "switchrate":
 			d, err := duration(kv[1])
 			if err != nil {
