@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -66,7 +67,7 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	e.stateMu.Unlock()
 	snap := &AggSnapshot{}
 	for _, l := range e.Prog.Code.Aggs {
-		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU)
+		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, e.clearedKeys(l.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -77,8 +78,9 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 
 // readAgg reads and merges one aggregation map. Batched lookups read
 // thousands of keys per system call (iterating costs two calls a key); a
-// kernel without them falls back to iterating.
-func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
+// kernel without them falls back to iterating. A row no update reached is
+// left out unless clear() zeroed it (one of the stored keys in cleared).
+func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool, cleared map[string]bool) (*AggData, error) {
 	data := &AggData{Layout: l}
 	// Keys that print the same symbol are one row, as in dtrace(1):
 	// @[func(caller)] counts by function whatever the offset.
@@ -129,7 +131,7 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool) (*AggData, error) {
 	}
 	collect := func() {
 		for _, row := range order {
-			if row.Count == 0 {
+			if row.Count == 0 && !anyCleared(row, cleared) {
 				continue
 			}
 			finish(l, row)
@@ -215,11 +217,42 @@ func readBatched(m *ebpf.Map, add func(key []byte, vals [][]byte)) error {
 
 // finish computes a merged row's count and average.
 func finish(l *codegen.AggLayout, row *AggRow) {
-	if l.Func == "count" {
+	switch {
+	case l.Func == "count":
 		row.Value = int64(row.Count)
-	} else if l.Func == "avg" {
+	case row.Count == 0:
+		// A cleared row: dtrace resets min and max to the far ends.
+		switch l.Func {
+		case "min":
+			row.Value = math.MaxInt64
+		case "max":
+			row.Value = math.MinInt64
+		}
+	case l.Func == "avg":
 		row.Value = row.Sum / int64(row.Count)
 	}
+}
+
+// anyCleared reports whether clear() zeroed one of row's stored keys.
+func anyCleared(row *AggRow, cleared map[string]bool) bool {
+	for _, k := range row.raw {
+		if cleared[string(k)] {
+			return true
+		}
+	}
+	return false
+}
+
+// clearedKeys returns a copy of the keys clear() zeroed in aggregation
+// name.
+func (e *Enabling) clearedKeys(name string) map[string]bool {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	out := map[string]bool{}
+	for k := range e.cleared[name] {
+		out[k] = true
+	}
+	return out
 }
 
 // merge adds one CPU's value v to row, as the function combines values.
@@ -267,10 +300,66 @@ func (e *Enabling) agg(name string) *codegen.AggLayout {
 // HasAgg reports whether the program has aggregation name.
 func (e *Enabling) HasAgg(name string) bool { return e.agg(name) != nil }
 
-// Clear removes the data of aggregation name, as DTrace's clear() does:
-// the next read has only what was aggregated since.
+// Clear zeroes the values of aggregation name and keeps its keys, as
+// DTrace's clear() does: a key that gets no update since prints as 0 (min
+// and max as the far ends of int64) until trunc() removes it.
 func (e *Enabling) Clear(name string) error {
-	return e.Trunc(name, 0)
+	l := e.agg(name)
+	if l == nil {
+		return fmt.Errorf("no aggregation @%s", name)
+	}
+	e.stateMu.Lock()
+	closed := e.closed || e.disabled
+	e.stateMu.Unlock()
+	if closed {
+		return e.clearLast(name)
+	}
+	m := e.coll.Maps[l.Map]
+	data, err := readAgg(m, l, false, e.clearedKeys(name))
+	if err != nil {
+		return err
+	}
+	zero := make([][]byte, len(e.readPerCPU(0)))
+	for i := range zero {
+		zero[i] = make([]byte, l.ValueSize)
+	}
+	keys := map[string]bool{}
+	for _, r := range data.Rows {
+		for _, k := range r.raw {
+			// A key removed meanwhile (by trunc) stays removed.
+			if err := m.Update(k, zero, ebpf.UpdateExist); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return err
+			}
+			keys[string(k)] = true
+		}
+	}
+	e.stateMu.Lock()
+	if e.cleared == nil {
+		e.cleared = map[string]map[string]bool{}
+	}
+	e.cleared[name] = keys
+	e.stateMu.Unlock()
+	return nil
+}
+
+// clearLast applies Clear to the values kept after Disable.
+func (e *Enabling) clearLast(name string) error {
+	if e.last == nil {
+		return nil
+	}
+	for _, a := range e.last.Aggs {
+		if a.Name() == name {
+			for i, r := range a.Rows {
+				c := &AggRow{raw: r.raw, Keys: r.Keys}
+				if r.Buckets != nil {
+					c.Buckets = make([]int64, len(r.Buckets))
+				}
+				finish(a.Layout, c)
+				a.Rows[i] = c
+			}
+		}
+	}
+	return nil
 }
 
 // Trunc keeps the n rows of aggregation name with the largest values (the
@@ -295,20 +384,41 @@ func (e *Enabling) Trunc(name string, n int) error {
 		for i := range zero {
 			zero[i] = make([]byte, l.ValueSize)
 		}
+		e.uncleared(name, nil)
 		return m.Update(uint32(0), zero, ebpf.UpdateAny)
 	}
-	data, err := readAgg(m, l, false)
+	data, err := readAgg(m, l, false, e.clearedKeys(name))
 	if err != nil {
 		return err
 	}
-	for _, r := range dropRows(data.Rows, n) {
+	drop := dropRows(data.Rows, n)
+	for _, r := range drop {
 		for _, k := range r.raw {
 			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return err
 			}
 		}
 	}
+	if len(drop) > 0 {
+		e.uncleared(name, drop)
+	}
 	return nil
+}
+
+// uncleared forgets that clear() zeroed the rows trunc() removed (every
+// row of the aggregation when rows is nil).
+func (e *Enabling) uncleared(name string, rows []*AggRow) {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	if rows == nil {
+		delete(e.cleared, name)
+		return
+	}
+	for _, r := range rows {
+		for _, k := range r.raw {
+			delete(e.cleared[name], string(k))
+		}
+	}
 }
 
 // truncLast applies Trunc to the values kept after Disable.

@@ -44,6 +44,9 @@ type Enabling struct {
 
 	printed map[string]bool   // aggregations printed by printa
 	normal  map[string]uint64 // normalize() divisors
+	// cleared are the stored keys clear() zeroed, by aggregation: they
+	// stay rows, with zero values, until trunc() removes them.
+	cleared map[string]map[string]bool
 
 	specs      map[uint32]*specBuf // speculative records, by speculation
 	specDrops  uint64              // not yet reported

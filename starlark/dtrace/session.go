@@ -450,7 +450,9 @@ func (s *Session) clear(th *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	n := aggName(name)
-	return starlark.None, s.eachAgg(b.Name(), n, func(e *engine.Enabling) error { return e.Clear(n) })
+	// Unlike D's clear( ), which keeps the keys with zero values, this
+	// empties the aggregation: what a script reads next is only new data.
+	return starlark.None, s.eachAgg(b.Name(), n, func(e *engine.Enabling) error { return e.Trunc(n, 0) })
 }
 
 func (s *Session) trunc(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
