@@ -191,3 +191,31 @@ func TestIOStart(t *testing.T) {
 		t.Errorf("waits: stdout %q (exit %d, stderr %s)", r.stdout, r.code, r.stderr)
 	}
 }
+
+// TestFds checks fds[]: the target's writes name the file they go to,
+// with its directory, path, offset, mount point and open flags.
+func TestFds(t *testing.T) {
+	bpftest.Require(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(sub, "f.txt")
+	r := dstar(t, 30*time.Second, "-q", "-c", `sh -c "echo hello > `+file+`; echo more >> `+file+`"`, "-n",
+		`syscall::write:entry /pid == $target && fds[arg0].fi_name == "f.txt"/ {
+			printf("%s|%s|%s|%d|%s|%o|%s\n", fds[arg0].fi_name, fds[arg0].fi_dirname, fds[arg0].fi_pathname,
+			    fds[arg0].fi_offset, fds[arg0].fi_mount, fds[arg0].fi_oflags & 03, fds[arg0].fi_fs == "<none>" ? "?" : "fs");
+		}`)
+	mount := "/"
+	if out, err := exec.Command("stat", "-c", "%m", file).Output(); err == nil {
+		mount = strings.TrimSpace(string(out))
+	}
+	line := func(off int) string { return fmt.Sprintf("f.txt|%s|%s|%d|%s|1|fs\n", sub, file, off, mount) }
+	if want := line(0) + line(0) + "\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, stdout %q, want %q\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}

@@ -31,7 +31,10 @@ type Decl struct {
 	Type    *TypeName
 	Name    string
 	Keys    []*TypeName // an associative array's key types
-	Init    Expr        // an inline's value
+	// Params name the keys of an inline array ("inline fileinfo_t
+	// fds[int fd] = ...;"), whose value uses them.
+	Params []string
+	Init   Expr // an inline's value
 	// Def is a struct, union or enum definition ("struct foo { ... };"),
 	// when the declaration is one.
 	Def *TypeDef

@@ -59,12 +59,15 @@ type Info struct {
 	globals  map[string]*Var
 	typedefs map[string]*types.Type
 	inlines  map[string]*Inline
-	threads  map[string]*Var
-	locals   map[string]*Var
-	aggs     map[string]*Agg
-	xlators  map[string][]*translator // by the name of the struct they build
-	argExprs map[string]ast.Expr      // translated probe arguments, parsed
-	stackOK  map[*ast.Call]bool       // stack( ) calls where a stack may be
+	// inlineArrays are inlines with keys ("inline fileinfo_t fds[int fd]
+	// = ...;"), expanded where they are indexed.
+	inlineArrays map[string]*inlineArray
+	threads      map[string]*Var
+	locals       map[string]*Var
+	aggs         map[string]*Agg
+	xlators      map[string][]*translator // by the name of the struct they build
+	argExprs     map[string]ast.Expr      // translated probe arguments, parsed
+	stackOK      map[*ast.Call]bool       // stack( ) calls where a stack may be
 }
 
 // Clause is a clause with its matched probes.

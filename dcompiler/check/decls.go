@@ -44,6 +44,10 @@ func (in *Info) decls() error {
 		switch {
 		case d.Typedef:
 			in.typedefs[d.Name] = t
+		case d.Inline && d.Params != nil:
+			if err := in.inlineArrayDecl(d, t); err != nil {
+				return err
+			}
 		case d.Inline:
 			init, err := in.translateExpr(d.Init)
 			if err != nil {
@@ -96,7 +100,8 @@ func (in *Info) decls() error {
 func (in *Info) defined(name string) bool {
 	_, td := in.typedefs[name]
 	_, il := in.inlines[name]
-	return td || il || in.globals[name] != nil || isReserved(name)
+	_, ia := in.inlineArrays[name]
+	return td || il || ia || in.globals[name] != nil || isReserved(name)
 }
 
 // InlineOf returns the inline constant called name, or nil.

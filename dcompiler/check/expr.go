@@ -179,6 +179,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		}
 		return il.Type, nil
 	}
+	if in.inlineArrays[e.Name] != nil {
+		return nil, in.errorf(e.Pos, "D_IDX_NONE", "%s is an inline array and requires an index", e.Name)
+	}
 	if e.Name == "curthread" {
 		task, err := ktypes.Lookup("struct task_struct")
 		if err != nil {
@@ -394,6 +397,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	}
 	if e.Op == "<<" || e.Op == ">>" {
 		return types.Promote(x), nil
+	}
+	if e.Op == "-" && x.Kind == types.Pointer && y.Kind == types.Pointer {
+		return types.Int64T, nil // how many elements apart
 	}
 	return types.Arith(x, y), nil
 }
@@ -722,6 +728,16 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
 		}
 		return types.VoidT, nil
+	case PathFn:
+		if len(e.Args) != 2 {
+			return nil, protoLen(2)
+		}
+		for i, t := range argTypes {
+			if !t.IsScalar() {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", e.Fn, i+1, t)
+			}
+		}
+		return types.StringT(in.Opts.StrSize), nil
 	case ArgsFn:
 		if len(e.Args) != 2 {
 			return nil, protoLen(2)
@@ -1283,8 +1299,9 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 }
 
 // PointerIndex returns the element type of p[i] when p is a pointer to a
-// scalar (a variable of pointer type, or any pointer expression that is
-// not an associative array's name), and nil otherwise.
+// scalar (a variable of pointer type, or any pointer expression, a
+// pointer member included, that is not an associative array's name), and
+// nil otherwise.
 func (in *Info) PointerIndex(e *ast.Index, env *Env) *types.Type {
 	var pt *types.Type
 	if r, ok := RefOf(e.X); ok {
@@ -1294,13 +1311,12 @@ func (in *Info) PointerIndex(e *ast.Index, env *Env) *types.Type {
 		}
 		pt = v.Type
 	} else {
-		if _, isMember := e.X.(*ast.Member); isMember {
-			return nil // x->m[i] is MemberArray's
-		}
 		t, err := in.TypeOf(e.X, env)
 		if err != nil {
 			return nil
 		}
+		// x->m[i] of an array member is MemberArray's; of a pointer
+		// member, it is this.
 		pt = t
 	}
 	if pt.Kind != types.Pointer || pt.Elem == nil || !pt.Elem.IsScalar() || pt.Elem.Size <= 0 {

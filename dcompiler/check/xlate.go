@@ -30,6 +30,10 @@ type translator struct {
 // process's arguments as one string, for psinfo_t's pr_psargs.
 const ArgsFn = "__dstar_args"
 
+// PathFn is the D library's __dstar_path(dentry, vfsmount): a file's path
+// from the root mount, for fileinfo_t's fi_pathname.
+const PathFn = "__dstar_path"
+
 // PRArgSz is the size of psinfo_t's pr_psargs, with its NUL.
 const PRArgSz = 80
 
@@ -172,6 +176,16 @@ func (in *Info) usesXlate(e ast.Expr, probes []*providers.Probe) bool {
 
 // translateClause expands the translators a clause uses, in place.
 func (in *Info) translateClause(cl *Clause) error {
+	if len(in.inlineArrays) > 0 {
+		var err error
+		if cl.Pred != nil {
+			cl.Pred = in.expandInlineArrays(cl.Pred, &err, 0)
+		}
+		ast.RewriteStmts(cl.Body, func(e ast.Expr) ast.Expr { return in.inlineArrayAt(e, &err, 0) })
+		if err != nil {
+			return err
+		}
+	}
 	var exprs []ast.Expr
 	if cl.Pred != nil {
 		exprs = append(exprs, cl.Pred)
@@ -199,6 +213,10 @@ func (in *Info) translateClause(cl *Clause) error {
 // translateExpr expands the translators in an expression outside clauses
 // (an inline's value), where there are no probe arguments.
 func (in *Info) translateExpr(e ast.Expr) (ast.Expr, error) {
+	var err error
+	if e = in.expandInlineArrays(e, &err, 0); err != nil {
+		return nil, err
+	}
 	if !in.usesXlate(e, nil) {
 		return e, nil
 	}
@@ -247,7 +265,8 @@ func (in *Info) translator(probes []*providers.Probe, errp *error, depth int) fu
 		if err != nil {
 			return fail(err)
 		}
-		// The expansion may itself use translators.
+		// The expansion may itself use inline arrays and translators.
+		x = in.expandInlineArrays(x, errp, 0)
 		return ast.Rewrite(x, in.translator(nil, errp, depth+1))
 	}
 	return f

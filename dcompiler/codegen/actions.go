@@ -282,20 +282,42 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	}
 	for i, a := range args {
 		d := act.Args[i]
+		mark := pg.scratch
 		if d.Type.IsString() {
 			if err := pg.strInto(a, regRecord, d.Off, d.Type.Size); err != nil {
 				return err
 			}
-			continue
+		} else {
+			if err := pg.expr(a); err != nil {
+				return err
+			}
+			pg.emit(asm.StoreMem(regRecord, int16(d.Off), asm.R0, asm.DWord))
 		}
-		if err := pg.expr(a); err != nil {
-			return err
+		// The argument is in the record now: the scratch its temporaries
+		// took serves the next one, unless something in it lives on.
+		if !keepsScratch(a) {
+			pg.releaseScratch(mark)
 		}
-		pg.emit(asm.StoreMem(regRecord, int16(d.Off), asm.R0, asm.DWord))
 	}
 	if call.Fn == "exit" {
 		// No probe fires after exit(); END still will.
 		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
 	}
 	return nil
+}
+
+// keepsScratch reports whether scratch an expression takes may be used
+// after it: alloca( ) and copyin( ) memory, and assignments, which may
+// keep a pointer to it.
+func keepsScratch(e ast.Expr) bool {
+	keeps := false
+	ast.Inspect(e, func(x ast.Expr) {
+		switch x := x.(type) {
+		case *ast.Assign:
+			keeps = true
+		case *ast.Call:
+			keeps = keeps || x.Fn == "alloca" || x.Fn == "copyin"
+		}
+	})
+	return keeps
 }

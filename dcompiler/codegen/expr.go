@@ -294,7 +294,60 @@ func (pg *probeGen) binary(e *ast.Binary, t *types.Type) error {
 		pg.label(yes)
 		return nil
 	}
-	return pg.arith(e.Op, t, e)
+	pg.pointerScale(e.Op, xt, yt)
+	if err := pg.arith(e.Op, t, e); err != nil {
+		return err
+	}
+	if e.Op == "-" && xt.Kind == types.Pointer && yt.Kind == types.Pointer {
+		pg.divideSigned(elemSize(xt)) // a count of elements, as in C
+	}
+	return nil
+}
+
+// elemSize is the size p + 1 steps by for a pointer type: what it points
+// at, or 1 for void and other sizeless types (byte steps, as for char).
+func elemSize(t *types.Type) int {
+	if t.Kind != types.Pointer || t.Elem == nil || t.Elem.Size <= 0 {
+		return 1
+	}
+	if t.Elem.Kind == types.Pointer {
+		return 8
+	}
+	return t.Elem.Size
+}
+
+// pointerScale prepares R0 op R1 (left and right, of types lt and rt) as
+// C's pointer arithmetic: an integer added to or taken from a pointer
+// counts elements, so it is scaled by the element's size.
+func (pg *probeGen) pointerScale(op string, lt, rt *types.Type) {
+	if op != "+" && op != "-" {
+		return
+	}
+	lp, rp := lt.Kind == types.Pointer, rt.Kind == types.Pointer
+	switch {
+	case lp && !rp:
+		if n := elemSize(lt); n != 1 {
+			pg.emit(asm.Mul.Imm(asm.R1, int32(n)))
+		}
+	case rp && !lp && op == "+":
+		if n := elemSize(rt); n != 1 {
+			pg.emit(asm.Mul.Imm(asm.R0, int32(n)))
+		}
+	}
+}
+
+// divideSigned divides R0 by n, rounding toward zero (BPF's division is
+// unsigned).
+func (pg *probeGen) divideSigned(n int) {
+	if n <= 1 {
+		return
+	}
+	neg, done := pg.newLabel("div_neg"), pg.newLabel("div_done")
+	pg.emit(asm.JSLT.Imm(asm.R0, 0, neg))
+	pg.emit(asm.Div.Imm(asm.R0, int32(n)), asm.Ja.Label(done))
+	pg.label(neg)
+	pg.emit(asm.Neg.Imm(asm.R0, 0), asm.Div.Imm(asm.R0, int32(n)), asm.Neg.Imm(asm.R0, 0))
+	pg.label(done)
 }
 
 // compareJumps maps comparisons to their unsigned and signed jumps.
@@ -451,6 +504,7 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 		if err != nil {
 			return err
 		}
+		pg.pointerScale(e.Op[:len(e.Op)-1], v.Type, rt)
 		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(v.Type, rt), e); err != nil {
 			return err
 		}
@@ -473,13 +527,18 @@ func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
 			return err
 		}
 		if postfix {
-			pg.emit(asm.Add.Imm(asm.R0, -delta))
+			xt, err := pg.typeOf(x)
+			if err != nil {
+				return err
+			}
+			pg.emit(asm.Add.Imm(asm.R0, -delta*int32(elemSize(xt))))
 		}
 		return nil
 	}
 	if pg.varOf(r) == nil {
 		return pg.errorf(x.Start(), "operator %s requires a writable variable", op)
 	}
+	delta *= int32(elemSize(pg.varOf(r).Type))
 	if err := pg.loadRef(r); err != nil {
 		return err
 	}

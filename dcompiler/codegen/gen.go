@@ -652,6 +652,13 @@ func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 	pg.raised[pg.fault] = true
 }
 
+// releaseScratch gives back the scratch allocated since mark, noting the
+// most the clause has used.
+func (pg *probeGen) releaseScratch(mark int) {
+	pg.scratchUsed = max(pg.scratchUsed, pg.scratch+pg.keyMax+pg.valMax)
+	pg.scratch = mark
+}
+
 // allocScratch reserves n bytes of state scratch for the current clause.
 func (pg *probeGen) allocScratch(n int) int {
 	off := pg.scratchBase + pg.keyMax + pg.valMax + pg.scratch

@@ -16,15 +16,20 @@ var kernelSpec = providers.KernelBTF
 // in the result is one read: a pointer member ends a read and the next
 // offset applies to what it points at. size is the last member's size.
 func taskOffsets(path []string) (offs []int, size int, err error) {
+	return structOffsets("task_struct", path)
+}
+
+// structOffsets is taskOffsets from the kernel's struct name.
+func structOffsets(name string, path []string) (offs []int, size int, err error) {
 	spec, err := kernelSpec()
 	if err != nil {
 		return nil, 0, err
 	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
+	var st *btf.Struct
+	if err := spec.TypeByName(name, &st); err != nil {
 		return nil, 0, err
 	}
-	var t btf.Type = task
+	var t btf.Type = st
 	off := 0
 	for i, name := range path {
 		s, ok := btf.UnderlyingType(t).(*btf.Struct)
@@ -50,11 +55,36 @@ func taskOffsets(path []string) (offs []int, size int, err error) {
 	return append(offs, off), sz, nil
 }
 
+// member finds a member of s by name, also inside its anonymous structs
+// and unions (struct qstr's len), with its offset from the start of s.
 func member(s *btf.Struct, name string) (*btf.Member, error) {
-	for i := range s.Members {
-		if s.Members[i].Name == name {
-			return &s.Members[i], nil
-		}
+	if m := findMember(s.Members, name); m != nil {
+		return m, nil
 	}
 	return nil, fmt.Errorf("struct %s has no member %s", s.Name, name)
+}
+
+func findMember(ms []btf.Member, name string) *btf.Member {
+	for i := range ms {
+		m := &ms[i]
+		if m.Name == name {
+			return m
+		}
+		if m.Name != "" {
+			continue
+		}
+		var inner []btf.Member
+		switch t := btf.UnderlyingType(m.Type).(type) {
+		case *btf.Struct:
+			inner = t.Members
+		case *btf.Union:
+			inner = t.Members
+		}
+		if found := findMember(inner, name); found != nil {
+			c := *found
+			c.Offset += m.Offset
+			return &c
+		}
+	}
+	return nil
 }

@@ -961,6 +961,7 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		if err != nil {
 			return err
 		}
+		pg.pointerScale(e.Op[:len(e.Op)-1], t, rt)
 		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(t, rt), e); err != nil {
 			return err
 		}

@@ -115,8 +115,19 @@ typ:
 				return p.syntaxError()
 			}
 			k, err := p.typeName()
+			if err != nil {
+				return err
+			}
 			d.Keys = append(d.Keys, k)
-			return err
+			// An inline array names its keys.
+			if d.Inline {
+				if p.tok.Kind != lexer.Ident {
+					return p.syntaxError()
+				}
+				d.Params = append(d.Params, p.tok.Text)
+				return p.next()
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, err

@@ -89,3 +89,22 @@ translator fileinfo_t < struct request *R > {
 	fi_mount = "<none>";
 	fi_oflags = 0;
 };
+
+/*
+ * fds[]: the current process's open files, translated from the struct
+ * file its file table holds for each descriptor. __dstar_path(dentry,
+ * vfsmount) is dstar's d_path( ): the kernel lets only fentry and LSM
+ * programs call its own.
+ */
+translator fileinfo_t < struct file *F > {
+	fi_name = F == NULL ? "<none>" : stringof(F->f_path.dentry->d_name.name);
+	fi_dirname = F == NULL ? "<none>" : dirname(__dstar_path(F->f_path.dentry, F->f_path.mnt));
+	fi_pathname = F == NULL ? "<none>" : __dstar_path(F->f_path.dentry, F->f_path.mnt);
+	fi_offset = F == NULL ? -1 : F->f_pos;
+	fi_fs = F == NULL ? "<none>" : stringof(F->f_inode->i_sb->s_type->name);
+	fi_mount = F == NULL ? "<none>" : __dstar_path(F->f_path.mnt->mnt_root, F->f_path.mnt);
+	fi_oflags = F == NULL ? 0 : F->f_flags;
+};
+
+inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (fd >= 0 && fd < curthread->files->fdt->max_fds ?
+    curthread->files->fdt->fd[fd] : NULL);
