@@ -788,3 +788,26 @@ func TestTargetHeldAtExec(t *testing.T) {
 		t.Errorf("exit %d, stdout %q (want the first syscall, brk), stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestPrintfTime checks %Y and %T, in the zone TZ names, as DTrace prints
+// them (strftime's "%Y %b %e %T" and RFC 822's), and that walltimestamp
+// is now.
+func TestPrintfTime(t *testing.T) {
+	bpftest.Require(t)
+	cmd := exec.Command(dstarBin, "-q", "-n", `BEGIN { printf("%Y|%T|%-22Y|\n", 1700000000123456789, 1700000000123456789, 1700000000123456789);
+		printf("%d\n", walltimestamp / 1000000000); exit(0); }`)
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	before := time.Now().Unix()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	if want := "2023 Nov 14 22:13:20|Tue, 14 Nov 2023 22:13:20 UTC|2023 Nov 14 22:13:20  |"; lines[0] != want {
+		t.Errorf("got %q, want %q", lines[0], want)
+	}
+	now, _ := strconv.ParseInt(strings.TrimSpace(lines[1]), 10, 64)
+	if now < before-1 || now > time.Now().Unix()+1 {
+		t.Errorf("walltimestamp %d s, want about %d", now, before)
+	}
+}

@@ -603,7 +603,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime:
 		default:
 			return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
