@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// StackIndent is how far dtrace(1) indents each frame of a stack, in
+// stack( ) output and in %k.
+const StackIndent = 14
+
 // timeLocation is the zone %Y and %T print in: the local one, as DTrace
 // does. Tests replace it.
 var timeLocation = time.Local
@@ -164,6 +168,17 @@ func (c *Conversion) format(dst []byte, sp *spec, v Value) []byte {
 		}
 		return sp.appendFloat(dst, c.verb, fv)
 	case ArgSymbol, ArgUserSymbol, ArgStack:
+		if v.Kind == StackValue {
+			// As dtrace's stack( ) output: a newline, then each frame on
+			// a line of its own, indented, in the conversion's width.
+			dst = append(dst, '\n')
+			for _, f := range v.Frames {
+				dst = append(dst, strings.Repeat(" ", StackIndent)...)
+				dst = sp.appendString(dst, f)
+				dst = append(dst, '\n')
+			}
+			return dst
+		}
 		if v.Kind == IntValue {
 			// The consumer resolves addresses to symbols and passes
 			// strings; an unresolved address prints as DTrace prints

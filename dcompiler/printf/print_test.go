@@ -92,6 +92,9 @@ func TestSprint(t *testing.T) {
 		{"%*.*d|", []Value{Int(8), Int(4), Int(42)}, "    0042|"},
 		{"%.*s|", []Value{Int(2), Str("hello")}, "he|"},
 		{"%'d", []Value{Int(1234567)}, "1234567"}, // no grouping in the C locale
+		// %k prints a stack as stack( ) does: a newline, then a frame a line.
+		{"%k|", []Value{Stack([]string{"vmlinux`f+0x1", "vmlinux`g"})}, "\n              vmlinux`f+0x1\n              vmlinux`g\n|"},
+		{"%-12k|", []Value{Stack([]string{"m`f"})}, "\n              m`f         \n|"},
 		{"%e", []Value{Float(1234.5)}, "1.234500e+03"},
 		{"%E", []Value{Float(1234.5)}, "1.234500E+03"},
 		{"%f", []Value{Float(3.14159)}, "3.141590"},

@@ -132,7 +132,7 @@ func RawBytes(buf []byte) string {
 func Symbol(name string) string { return "  " + padRight(name, 50) }
 
 // StackIndent is how far dtrace(1) indents each frame of a stack.
-const StackIndent = 14
+const StackIndent = printf.StackIndent
 
 // Stack is a stack as stack( ) and stack-keyed aggregations print it: a
 // newline, then each frame on a line of its own, indented.
