@@ -40,6 +40,24 @@ func TestKernelStack(t *testing.T) {
 	}
 }
 
+// TestStackPrintf: printf's %k takes a stack( ) and prints it as the
+// action does, and printa's %k a stack key.
+func TestStackPrintf(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null", "-n",
+		`syscall::openat:entry /pid == $target/ { printf("<%k>", stack(2)); @[stack(2)] = count(); exit(0); }
+		END { printa("[%k]%@d\n", @); }`)
+	frame := " {14}vmlinux`[\\w.]+(?:\\+0x[0-9a-f]+)?\n"
+	re := regexp.MustCompile("^<\n(" + frame + frame + ")>\\[\n(" + frame + frame + ")\\]1\n\n$")
+	m := re.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if m[1] != m[2] {
+		t.Errorf("printf's stack\n%s\nis not printa's\n%s", m[1], m[2])
+	}
+}
+
 // TestStackKey: stacks as aggregation keys, printed as dtrace prints
 // them: each stack after an empty line, then the count on a line of its
 // own.

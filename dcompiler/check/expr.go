@@ -569,6 +569,14 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	if AggActions[e.Fn] {
 		return types.VoidT, in.aggAction(e, env)
 	}
+	if e.Fn == "printf" && len(e.Args) > 1 {
+		// A stack is printf's argument for %k, as in dtrace.
+		for _, a := range e.Args[1:] {
+			if c, ok := a.(*ast.Call); ok && (c.Fn == "stack" || c.Fn == "ustack") {
+				in.allowStack(c)
+			}
+		}
+	}
 	argTypes := make([]*types.Type, len(e.Args))
 	for i, a := range e.Args {
 		t, err := in.TypeOf(a, env)

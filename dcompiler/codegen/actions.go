@@ -147,7 +147,7 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 				return nil, err
 			}
 			size := 8
-			if t.IsString() {
+			if t.IsString() || t.Kind == types.Stack {
 				size = align8(t.Size)
 			}
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: size, Type: t})
@@ -283,7 +283,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	for i, a := range args {
 		d := act.Args[i]
 		mark := pg.scratch
-		if d.Type.IsString() {
+		if d.Type.Kind == types.Stack {
+			pg.stackInto(d.Type, regRecord, d.Off) // printf's %k
+		} else if d.Type.IsString() {
 			if err := pg.strInto(a, regRecord, d.Off, d.Type.Size); err != nil {
 				return err
 			}
