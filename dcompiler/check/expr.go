@@ -661,7 +661,15 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		return types.VoidPtr, nil
 	case "d_path":
-		return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "d_path( ) is not available: the kernel resolves paths (bpf_d_path) only for fentry and LSM programs, and dstar's probes are neither")
+		// The kernel's bpf_d_path serves only fentry and LSM programs:
+		// dstar walks the dentries and mounts itself (PathCall).
+		if len(e.Args) != 1 {
+			return nil, protoLen(1)
+		}
+		if t := argTypes[0]; t.Kind != types.Pointer || t.Elem == nil || t.Elem.Name != "struct path" {
+			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "d_path( ) argument #1 is incompatible with prototype:\n\tprototype: struct path *\n\t argument: %s", t)
+		}
+		return types.StringT(in.Opts.StrSize), nil
 	case "strtok":
 		// strtok(NULL, delim) goes on with the last string.
 		if len(e.Args) != 2 {

@@ -31,8 +31,17 @@ type translator struct {
 const ArgsFn = "__dstar_args"
 
 // PathFn is the D library's __dstar_path(dentry, vfsmount): a file's path
-// from the root mount, for fileinfo_t's fi_pathname.
+// from the root mount, for fileinfo_t's fi_pathname and d_path( ).
 const PathFn = "__dstar_path"
+
+// PathCall is what d_path(p) computes: __dstar_path(p->dentry, p->mnt).
+func PathCall(dpath *ast.Call) *ast.Call {
+	p := dpath.Args[0]
+	return &ast.Call{Pos: dpath.Pos, Fn: PathFn, Args: []ast.Expr{
+		&ast.Member{Pos: dpath.Pos, X: p, Name: "dentry", Arrow: true},
+		&ast.Member{Pos: dpath.Pos, X: p, Name: "mnt", Arrow: true},
+	}}
+}
 
 // PRArgSz is the size of psinfo_t's pr_psargs, with its NUL.
 const PRArgSz = 80

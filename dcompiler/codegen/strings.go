@@ -68,6 +68,9 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if e.Fn == check.PathFn {
 			return pg.kernelPath(e, base, off, size)
 		}
+		if e.Fn == "d_path" {
+			return pg.kernelPath(check.PathCall(e), base, off, size)
+		}
 		return pg.subrStr(e, base, off, size)
 	case *ast.Unary:
 		if e.Op == "stringof" {
