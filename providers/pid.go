@@ -120,7 +120,7 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	strippedExe := ""
 	for _, mod := range mods {
 		isExe := mod.Path == exe
-		if !fieldMatch(d.Module, mod.Name()) && !(isExe && fieldMatch(d.Module, "a.out")) {
+		if !objectMatch(d.Module, mod, isExe) {
 			continue
 		}
 		// A module named exactly must be readable and have symbols; one
@@ -466,4 +466,19 @@ func uprobeError(pr *Probe, pp pidProbe, err error) error {
 func AtUserEntry(p *Probe) bool {
 	_, ok := p.Private.(pidProbe)
 	return ok && p.Name == "entry"
+}
+
+// objectMatch matches the module field of a pid or usdt probe against a
+// process's load object, as DTrace names one: its file name (a glob),
+// its full path, the file name up to a '.' ("libc" or "libc.so" for
+// libc.so.6), or "a.out" for the executable.
+func objectMatch(pattern string, obj *procmaps.Module, isExe bool) bool {
+	name := obj.Name()
+	switch {
+	case fieldMatch(pattern, name), pattern == obj.Path:
+		return true
+	case isExe && pattern == "a.out":
+		return true
+	}
+	return !isGlob(pattern) && strings.HasPrefix(name, pattern+".")
 }

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 	"io"
 	"os"
 	"os/exec"
@@ -165,5 +166,23 @@ func TestPidAttach(t *testing.T) {
 	}
 	if after := events(); after != before {
 		t.Errorf("uprobe_events changed from %q to %q", before, after)
+	}
+}
+
+func TestObjectMatch(t *testing.T) {
+	libc := &procmaps.Module{Path: "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+	for _, c := range []struct {
+		pattern string
+		exe     bool
+		want    bool
+	}{
+		{"", false, true}, {"libc.so.6", false, true}, {"libc*", false, true}, {"libc", false, true},
+		{"libc.so", false, true}, {libc.Path, false, true}, {"a.out", true, true},
+		{"a.out", false, false}, {"lib", false, false}, {"libc.s", false, false}, {"libc.so.6.1", false, false},
+		{"libc?", false, false},
+	} {
+		if got := objectMatch(c.pattern, libc, c.exe); got != c.want {
+			t.Errorf("objectMatch(%q, exe %v) = %v, want %v", c.pattern, c.exe, got, c.want)
+		}
 	}
 }

@@ -200,7 +200,7 @@ func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
 	var out []*Probe
 	for _, m := range mods {
 		mod := m.Name()
-		if !fieldMatch(d.Module, mod) {
+		if !objectMatch(d.Module, m, false) {
 			continue
 		}
 		path := procmaps.FilePath(pid, m)

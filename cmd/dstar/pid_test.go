@@ -184,7 +184,9 @@ func TestPidLibc(t *testing.T) {
 	for _, kind := range []string{"pie", "nopie"} {
 		t.Run(kind, func(t *testing.T) {
 			prog := pidBuild(t, kind)
-			for _, mod := range []string{"libc.so.6", "libc*"} {
+			// DTrace's names for a library: its file name, a glob, or
+			// the file name up to a '.'.
+			for _, mod := range []string{"libc.so.6", "libc*", "libc", "libc.so"} {
 				r := dstar(t, 20*time.Second, "-q", "-n", `pid$target:`+mod+`:getpid:entry { @[probemod, probefunc] = count(); }`, "-c", prog)
 				wantLines(t, r, "sum 284", "libc.so.6 getpid 1")
 			}
