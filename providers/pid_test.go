@@ -2,7 +2,6 @@ package providers
 
 import (
 	"fmt"
-	"github.com/dstar-trace/dstar/providers/procmaps"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 )
 
 const pidTestProg = `
