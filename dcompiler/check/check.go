@@ -481,6 +481,8 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	// The process's working and root directories, strsize long.
+	"cwd": types.StringT(-1), "root": types.StringT(-1),
 	// The stack's built-ins (codegen/stackvars.go).
 	"caller": {Kind: types.Int, Size: 8, Name: "uintptr_t"}, "ucaller": types.Uint64T,
 	"stackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"}, "ustackdepth": {Kind: types.Int, Size: 4, Name: "uint32_t"},

@@ -190,6 +190,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: "struct task_struct *", Elem: task}, nil
 	}
 	if t, ok := Builtins[e.Name]; ok {
+		if t.Kind == types.String && t.Size < 0 {
+			return types.StringT(in.Opts.StrSize), nil
+		}
 		if t.Kind == types.String && t.Size == 0 {
 			return types.StringT(len(ProbeString(e.Name, env.Probe)) + 1), nil
 		}

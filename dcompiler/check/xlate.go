@@ -34,6 +34,16 @@ const ArgsFn = "__dstar_args"
 // from the root mount, for fileinfo_t's fi_pathname and d_path( ).
 const PathFn = "__dstar_path"
 
+// DirPath is what the built-in cwd or root stands for:
+// d_path(&curthread->fs->pwd) or d_path(&curthread->fs->root).
+func DirPath(id *ast.Ident) *ast.Call {
+	member := map[string]string{"cwd": "pwd", "root": "root"}[id.Name]
+	fs := &ast.Member{Pos: id.Pos, X: &ast.Ident{Pos: id.Pos, Name: "curthread"}, Name: "fs", Arrow: true}
+	return &ast.Call{Pos: id.Pos, Fn: "d_path", Args: []ast.Expr{
+		&ast.Unary{Pos: id.Pos, Op: "&", X: &ast.Member{Pos: id.Pos, X: fs, Name: member, Arrow: true}},
+	}}
+}
+
 // PathCall is what d_path(p) computes: __dstar_path(p->dentry, p->mnt).
 func PathCall(dpath *ast.Call) *ast.Call {
 	p := dpath.Args[0]

@@ -41,6 +41,8 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		case "probeprov", "probemod", "probefunc", "probename":
 			pg.literal(check.ProbeString(e.Name, pg.probe), base, off, size)
 			return nil
+		case "cwd", "root":
+			return pg.kernelPath(check.PathCall(check.DirPath(e)), base, off, size)
 		}
 	case *ast.Cond:
 		f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
