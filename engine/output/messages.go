@@ -119,7 +119,8 @@ func ProbeError(f ProbeFault) string {
 // Usage returns dtrace's usage text, as printed (to stderr, with exit status
 // 2) when it is run without arguments or with a bad option, with prog in
 // place of "dtrace". This is dtrace-utils' text, which has no -a and -A
-// (anonymous tracing); see MESSAGES.md for illumos'.
+// (anonymous tracing; see MESSAGES.md for illumos'), with -G, -h and -S
+// saying what dstar does with them, then dstar's own commands.
 func Usage(prog string) string {
 	const predact = "[[ predicate ] action ]"
 	return "Usage: " + prog + " [-32|-64] [-CeFGhHlqSvVwZ] [-b bufsz] [-c cmd] [-D name[=def]]\n" +
@@ -142,8 +143,8 @@ func Usage(prog string) string {
 		"\t-e  exit after compiling request but prior to enabling probes\n" +
 		"\t-f  enable or list probes matching the specified function name\n" +
 		"\t-F  coalesce trace output by function\n" +
-		"\t-G  generate an ELF file containing embedded dtrace program\n" +
-		"\t-h  generate a header file with definitions for static probes\n" +
+		"\t-G  (refused: <sys/sdt.h> probes need no generated ELF file)\n" +
+		"\t-h  print this help\n" +
 		"\t-H  print included files when invoking preprocessor\n" +
 		"\t-i  enable or list probes matching the specified probe id\n" +
 		"\t-I  add include directory to preprocessor search path\n" +
@@ -156,14 +157,18 @@ func Usage(prog string) string {
 		"\t-P  enable or list probes matching the specified provider name\n" +
 		"\t-q  set quiet mode (only output explicitly traced data)\n" +
 		"\t-s  enable or list probes according to the specified D script\n" +
-		"\t-S  print D compiler intermediate code\n" +
+		"\t-S  print the BPF programs the D compiler makes\n" +
 		"\t-U  undefine symbol when invoking preprocessor\n" +
 		"\t-v  set verbose mode (report stability attributes, arguments)\n" +
 		"\t-V  report DTrace API version\n" +
 		"\t-w  permit destructive actions\n" +
 		"\t-x  enable or modify compiler and tracing options\n" +
 		"\t-X  specify ISO C conformance settings for preprocessor\n" +
-		"\t-Z  permit probe descriptions that match zero probes\n"
+		"\t-Z  permit probe descriptions that match zero probes\n" +
+		"\n" +
+		"\t" + prog + " run FILE.star [args]   run a Starlark script\n" +
+		"\t" + prog + " repl                   the Starlark REPL (also " + prog + " alone, on a terminal)\n" +
+		"\t" + prog + " tool NAME [flags]      a ready-made tool; " + prog + " tool lists them\n"
 }
 
 // Exit statuses of dtrace: 0 on success (or the status given to exit()),
