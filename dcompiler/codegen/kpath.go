@@ -10,6 +10,10 @@ import (
 // component or a mount point crossed.
 const maxPathSteps = 40
 
+// mntInternal is the kernel's MNT_INTERNAL, in struct vfsmount's
+// mnt_flags: a mount of its own, in no namespace.
+const mntInternal = 0x4000
+
 // kernelPath generates __dstar_path(dentry, vfsmount), the D library's
 // d_path( ): the path of a dentry in a mount, from the root of the mount
 // tree, built right to left by walking up d_parent and, at the root of a
@@ -35,6 +39,10 @@ func (pg *probeGen) kernelPath(e *ast.Call, base asm.Register, off, size int) er
 	if err != nil {
 		return err
 	}
+	mntFlags, err := pg.kernelOffset(e, "vfsmount", "mnt_flags")
+	if err != nil {
+		return err
+	}
 
 	S := pg.in.Opts.StrSize
 	const (
@@ -53,6 +61,7 @@ func (pg *probeGen) kernelPath(e *ast.Call, base asm.Register, off, size int) er
 	pg.emit(asm.StoreMem(regState, slot(vD), asm.R0, asm.DWord))
 	pg.emit(storeImm(regState, slot(vPos), int64(S), asm.DWord))
 	pg.emit(storeImm(regState, int16(buf+S), 0, asm.Byte))
+	root, end, internal := pg.newLabel("path_root"), pg.newLabel("path_end"), pg.newLabel("path_internal")
 
 	// read leaves in R0 the n bytes at the address in slot from, plus
 	// at; 0 when the read fails.
@@ -64,9 +73,22 @@ func (pg *probeGen) kernelPath(e *ast.Call, base asm.Register, off, size int) er
 		pg.call(asm.FnProbeReadKernel)
 		pg.emit(asm.LoadMem(asm.R0, regState, slot(vTmp), sizeOf(n)))
 	}
-	done := pg.newLabel("path_walked")
-	for i := 0; i < maxPathSteps; i++ {
+	// A file of a mount the kernel keeps to itself (MNT_INTERNAL: pipes,
+	// sockets, anonymous inodes) has no path; the kernel's d_path makes
+	// one up ("pipe:[1234]"), dstar says it does not know.
+	read(vM, mnt+mntFlags, 4)
+	pg.emit(asm.And.Imm(asm.R0, mntInternal), asm.JNE.Imm(asm.R0, 0, internal))
+	// One step per iteration. The helpers the steps call take R0-R5, so
+	// the count goes round through the stack, where the verifier keeps
+	// its bounds.
+	count, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	defer func() { pg.depth-- }()
+	pg.loop(asm.R5, 0, maxPathSteps, func(done string) {
 		next, inMount := pg.newLabel("path_next"), pg.newLabel("path_in_mount")
+		pg.emit(asm.StoreMem(asm.RFP, count, asm.R5, asm.DWord))
 		read(vM, mnt+mntRoot, 8)
 		pg.emit(asm.LoadMem(asm.R1, regState, slot(vD), asm.DWord))
 		pg.emit(asm.JNE.Reg(asm.R0, asm.R1, inMount))
@@ -110,9 +132,8 @@ func (pg *probeGen) kernelPath(e *ast.Call, base asm.Register, off, size int) er
 		pg.emit(asm.LoadMem(asm.R0, regState, slot(vP), asm.DWord))
 		pg.emit(asm.StoreMem(regState, slot(vD), asm.R0, asm.DWord))
 		pg.label(next)
-	}
-	pg.label(done)
-	root, end := pg.newLabel("path_root"), pg.newLabel("path_end")
+		pg.emit(asm.LoadMem(asm.R5, asm.RFP, count, asm.DWord))
+	})
 	pg.emit(asm.LoadMem(asm.R3, regState, slot(vPos), asm.DWord))
 	pg.emit(asm.JSGE.Imm(asm.R3, int32(S), root), asm.JSLT.Imm(asm.R3, 0, root))
 	pg.addrOf(asm.R1, regState, buf)
@@ -123,6 +144,9 @@ func (pg *probeGen) kernelPath(e *ast.Call, base asm.Register, off, size int) er
 	pg.emit(asm.Ja.Label(end))
 	pg.label(root)
 	pg.literal("/", base, off, size)
+	pg.emit(asm.Ja.Label(end))
+	pg.label(internal)
+	pg.literal("<unknown>", base, off, size)
 	pg.label(end)
 	return nil
 }
