@@ -107,7 +107,13 @@ func (e *Enabling) handle(raw []byte) {
 		case codegen.ActTraceMem:
 			ev.Kind = KindTrace
 			d := act.Args[0]
-			text.WriteString(output.RawBytes(raw[d.Off : d.Off+d.Size]))
+			n := d.Size
+			// tracemem(addr, size, count) prints count bytes, when that is
+			// from 0 to size, as dtrace does.
+			if len(vals) > 1 && vals[1].Int64() >= 0 && vals[1].Int64() < int64(n) {
+				n = int(vals[1].Int64())
+			}
+			text.WriteString(output.RawBytes(raw[d.Off : d.Off+n]))
 		case codegen.ActSystem:
 			// The consumer runs the command, as dtrace(1) does, its
 			// output going where dstar's does.

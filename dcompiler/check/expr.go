@@ -740,8 +740,13 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		return types.VoidT, nil
 	case "tracemem":
-		if len(e.Args) != 2 {
+		// tracemem(addr, size[, n]): n, when given, is how many of the
+		// size bytes to print.
+		if len(e.Args) != 2 && len(e.Args) != 3 {
 			return nil, protoLen(2)
+		}
+		if len(e.Args) == 3 && !argTypes[2].IsInt() {
+			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
 		}
 		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")

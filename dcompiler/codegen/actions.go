@@ -119,7 +119,7 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			n, _ := pg.in.ConstInt(args[1])
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: int(n), Type: types.VoidT})
 			rec.Size += align8(int(n))
-			args = nil
+			args = args[2:] // the count to print, if given
 		default:
 			act.Kind = aggActions[call.Fn]
 			if call.Fn == "printa" && len(args) > 0 {
@@ -269,6 +269,12 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		pg.emit(asm.LoadMem(asm.R3, asm.RFP, src, asm.DWord))
 		pg.call(asm.FnProbeReadUser)
 		pg.label(done)
+		if len(call.Args) == 3 {
+			if err := pg.expr(call.Args[2]); err != nil {
+				return err
+			}
+			pg.emit(asm.StoreMem(regRecord, int16(act.Args[1].Off), asm.R0, asm.DWord))
+		}
 		return nil
 	}
 	args := call.Args
