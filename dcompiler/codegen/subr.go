@@ -475,6 +475,25 @@ func (pg *probeGen) searchVar(e *ast.Call, s, n int) error {
 		pg.label(pg.lastLabel)
 		ret(0)
 	})
+	done := pg.newLabel("search_done")
+	if from {
+		// An empty needle, from a start: that start, brought into the
+		// string (0 to its length), as DTrace's index and rindex give it
+		// even where a needle could not match.
+		nonEmpty := pg.newLabel("search_needle")
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(t), asm.Byte))
+		pg.emit(asm.JNE.Imm(asm.R0, 0, nonEmpty))
+		pg.strLen(s, n) // R0 = len
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(vars+8), asm.DWord))
+		pg.emit(asm.JSGE.Imm(asm.R1, 0, pg.labelNext("search_from0")))
+		pg.emit(asm.Mov.Imm(asm.R1, 0))
+		pg.label(pg.lastLabel)
+		pg.emit(asm.JSLE.Reg(asm.R1, asm.R0, pg.labelNext("search_fromlen")))
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+		pg.label(pg.lastLabel)
+		pg.emit(asm.Mov.Reg(asm.R0, asm.R1), asm.Ja.Label(done))
+		pg.label(nonEmpty)
+	}
 	if err := pg.bpfLoop(int32(n), cb, s, t, vars); err != nil {
 		return pg.errorf(e.Pos, "%v", err)
 	}
@@ -482,6 +501,7 @@ func (pg *probeGen) searchVar(e *ast.Call, s, n int) error {
 	pg.emit(asm.JSLT.Imm(asm.R0, int32(n), pg.labelNext("search_in")))
 	pg.emit(asm.Mov.Imm(asm.R0, -1))
 	pg.label(pg.lastLabel)
+	pg.label(done)
 	return nil
 }
 

@@ -35,30 +35,35 @@ func (pg *probeGen) substr(e *ast.Call, base asm.Register, off, size int) error 
 		defer func() { pg.depth-- }()
 	}
 	pg.strLen(s, S) // R0 = len
+	// DTrace's rules: n defaults to strsize; a negative i counts from
+	// the end, and where it still falls before the start, the part
+	// before the start is taken from n; then a negative n leaves -n off
+	// the end, and the copy stops at the end of the string.
 	i, n := asm.R4, asm.R5
 	pg.emit(asm.LoadMem(i, asm.RFP, iSlot, asm.DWord))
+	if nSlot != 0 {
+		pg.emit(asm.LoadMem(n, asm.RFP, nSlot, asm.DWord))
+	} else {
+		pg.emit(asm.Mov.Imm(n, int32(S)))
+	}
 	empty, copyIt := pg.newLabel("substr_empty"), pg.newLabel("substr_copy")
-	iok := pg.newLabel("substr_i")
+	iok, nfit := pg.newLabel("substr_i"), pg.newLabel("substr_fit")
 	pg.emit(asm.JSGE.Imm(i, 0, iok))
 	pg.emit(asm.Add.Reg(i, asm.R0)) // from the end
 	pg.emit(asm.JSGE.Imm(i, 0, iok))
-	pg.emit(asm.Mov.Imm(i, 0))
+	pg.emit(asm.Mov.Reg(asm.R3, i), asm.Add.Reg(asm.R3, n))
+	pg.emit(asm.JSLE.Imm(asm.R3, 0, empty))
+	pg.emit(asm.Mov.Reg(n, asm.R3), asm.Mov.Imm(i, 0))
 	pg.label(iok)
 	pg.emit(asm.JSGE.Reg(i, asm.R0, empty))
-	// n: what remains after i, or as asked.
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Sub.Reg(asm.R3, i)) // remaining
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Sub.Reg(asm.R3, i)) // what remains after i
+	pg.emit(asm.JSGE.Imm(n, 0, pg.labelNext("substr_npos")))
+	pg.emit(asm.Add.Reg(n, asm.R3)) // leave -n off the end
+	pg.label(pg.lastLabel)
+	pg.emit(asm.JSLE.Reg(n, asm.R3, nfit))
 	pg.emit(asm.Mov.Reg(n, asm.R3))
-	if nSlot != 0 {
-		nok := pg.newLabel("substr_n")
-		pg.emit(asm.LoadMem(n, asm.RFP, nSlot, asm.DWord))
-		pg.emit(asm.JSGE.Imm(n, 0, nok))
-		pg.emit(asm.Add.Reg(n, asm.R3)) // leave -n off the end
-		pg.label(nok)
-		pg.emit(asm.JSLE.Reg(n, asm.R3, pg.labelNext("substr_fit")))
-		pg.emit(asm.Mov.Reg(n, asm.R3))
-		pg.label(pg.lastLabel)
-		pg.emit(asm.JSLE.Imm(n, 0, empty))
-	}
+	pg.label(nfit)
+	pg.emit(asm.JSLE.Imm(n, 0, empty))
 	pg.emit(asm.Ja.Label(copyIt))
 	pg.label(empty)
 	pg.emit(storeImm(base, int16(off), 0, asm.Byte))
