@@ -47,7 +47,7 @@ var Subroutines = map[string]subr{
 	"speculation": {nil, 0, "int", "void"},
 	"getmajor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"inet_ntoa":   {[]argKind{argInt}, 0, "string", "ipaddr_t *"},
-	"inet_ntoa6":  {[]argKind{argInt}, 0, "string", "in6_addr_t *"},
+	"inet_ntoa6":  {[]argKind{argInt, argInt}, 1, "string", "in6_addr_t *, int"},
 	"inet_ntop":   {[]argKind{argInt, argInt}, 0, "string", "int, void *"},
 	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
@@ -69,6 +69,11 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 			return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, want, t)
 		}
 	}
+	if e.Fn == "inet_ntoa6" && len(e.Args) == 2 {
+		if _, ok := in.ConstInt(e.Args[1]); !ok {
+			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "inet_ntoa6( ) argument #2 must be an integer constant")
+		}
+	}
 	switch sr.result {
 	case "string":
 		size := in.Opts.StrSize
@@ -80,7 +85,8 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 		case "inet_ntoa6", "inet_ntop":
 			size = 48
 		}
-		return types.StringT(size), nil
+		// No string is longer than strsize.
+		return types.StringT(min(size, in.Opts.StrSize)), nil
 	case "size_t":
 		return types.UlongT, nil
 	case "int64":

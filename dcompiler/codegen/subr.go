@@ -581,7 +581,14 @@ func (pg *probeGen) inetNtoa(e *ast.Call, base asm.Register, off, size int) erro
 	if err := pg.expr(e.Args[0]); err != nil {
 		return err
 	}
-	pg.formatAddr(e.Fn == "inet_ntoa6", base, off, size)
+	// inet_ntoa6(a) writes an IPv4-mapped or -compatible address as a
+	// plain dotted quad; inet_ntoa6(a, 1) as inet_ntop does.
+	strict := false
+	if len(e.Args) == 2 {
+		n, _ := pg.in.ConstInt(e.Args[1])
+		strict = n != 0
+	}
+	pg.formatAddr(e.Fn == "inet_ntoa6", strict, base, off, size)
 	return nil
 }
 
@@ -602,20 +609,21 @@ func (pg *probeGen) inetNtop(e *ast.Call, base asm.Register, off, size int) erro
 	pg.emit(asm.Mov.Imm(asm.R1, 0))
 	pg.raise(FaultIllOp, asm.R1, false)
 	pg.label(v4)
-	pg.formatAddr(false, base, off, size)
+	pg.formatAddr(false, false, base, off, size)
 	pg.emit(asm.Ja.Label(done))
 	pg.label(v6)
-	pg.formatAddr(true, base, off, size)
+	pg.formatAddr(true, true, base, off, size)
 	pg.label(done)
 	return nil
 }
 
 // formatAddr formats the IPv4 (or IPv6) address at the kernel address in
-// R0 into base+off.
-func (pg *probeGen) formatAddr(v6 bool, base asm.Register, off, size int) {
+// R0 into base+off; strict, an IPv6 address that holds an IPv4 one as
+// inet_ntop(3) does ("::ffff:1.2.3.4"), else as the plain IPv4 address.
+func (pg *probeGen) formatAddr(v6, strict bool, base asm.Register, off, size int) {
 	if v6 {
 		f := pg.newAddrFormatter(16)
-		f.ipv6()
+		f.ipv6(strict)
 		f.finish(base, off, size)
 		return
 	}
@@ -701,8 +709,28 @@ func (f *addrFormatter) word(i int) {
 // without leading zeros, the first longest run of two or more zero groups
 // as "::", and IPv4-mapped and -compatible addresses ending in a dotted
 // quad, as inet_ntop(3) writes them.
-func (f *addrFormatter) ipv6() {
+func (f *addrFormatter) ipv6(strict bool) {
 	pg := f.pg
+	finished := pg.newLabel("v6_finished")
+	if !strict {
+		// Mapped (::ffff:a.b.c.d) or compatible (::a.b.c.d, but not ::
+		// or ::1): the IPv4 address alone.
+		v6 := pg.newLabel("v6_plain")
+		for i := 0; i < 5; i++ {
+			pg.emit(asm.LoadMem(asm.R3, regState, int16(f.addr+2*i), asm.Half), asm.JNE.Imm(asm.R3, 0, v6))
+		}
+		f.word(5)
+		quad := pg.newLabel("v6_quad4")
+		pg.emit(asm.JEq.Imm(asm.R3, 0xffff, quad), asm.JNE.Imm(asm.R3, 0, v6))
+		f.word(6)
+		pg.emit(asm.JNE.Imm(asm.R3, 0, quad))
+		f.word(7)
+		pg.emit(asm.JLE.Imm(asm.R3, 1, v6))
+		pg.label(quad)
+		f.dotted(12)
+		pg.emit(asm.Ja.Label(finished))
+		pg.label(v6)
+	}
 	run := pg.allocScratch(16) // the run's first group, then one past its last
 	// Find the run: R1 its start, R2 its length; R5 the current run's
 	// start, R0 its length.
@@ -724,7 +752,6 @@ func (f *addrFormatter) ipv6() {
 	pg.label(long)
 	pg.emit(asm.StoreMem(regState, int16(run), asm.R1, asm.DWord))
 	pg.emit(asm.Add.Reg(asm.R2, asm.R1), asm.StoreMem(regState, int16(run+8), asm.R2, asm.DWord))
-	finished := pg.newLabel("v6_finished")
 	for i := 0; i < 8; i++ {
 		outside, next := pg.newLabel("v6_outside"), pg.newLabel("v6_group")
 		pg.emit(asm.LoadMem(asm.R2, regState, int16(run), asm.DWord))
