@@ -62,7 +62,13 @@ func (in *Info) decls() error {
 				return in.errorf(d.Init.Start(), "D_OP_INCOMPAT", "inline %s definition uses incompatible types: \"%s\" = \"%s\"", d.Name, t, it)
 			}
 			if t.IsString() {
-				t = types.StringT(max(it.Size, 1))
+				// A literal's size is its own; anything else (probename,
+				// a subroutine) may be as long as strsize where it is used.
+				size := in.Opts.StrSize
+				if _, lit := Unparen(d.Init).(*ast.StrLit); lit {
+					size = max(it.Size, 1)
+				}
+				t = types.StringT(size)
 			}
 			in.inlines[d.Name] = &Inline{Name: d.Name, Type: t, Init: d.Init}
 		default:
