@@ -51,7 +51,7 @@ type parser struct {
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
 	typedefs map[string]bool // names typedef has declared
-	pending  *ast.Decl       // a declaration the last one implied (a typedef of a definition)
+	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	macros   []string        // macro variables named so far
 }
 
@@ -146,13 +146,50 @@ typ:
 		}
 		d.Init = init
 	}
-	if !p.tok.Is(";") {
-		return nil, p.syntaxError()
-	}
 	if d.Typedef {
 		p.addTypedef(d.Name)
 	}
+	// "int x, *y;": more variables (or typedefs) of the base type, each
+	// with its own stars.
+	for p.tok.Is(",") && !d.Inline && d.Keys == nil {
+		ptr, err := p.declaratorStars()
+		if err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		more := *d
+		more.Pos, more.Name = p.tok.Pos, p.tok.Text
+		more.Type = &ast.TypeName{Pos: d.Type.Pos, Name: d.Type.Name, Ptr: ptr}
+		if more.Typedef {
+			p.addTypedef(more.Name)
+		}
+		p.pending = append(p.pending, &more)
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	if !p.tok.Is(";") {
+		return nil, p.syntaxError()
+	}
 	return d, nil
+}
+
+// declaratorStars reads past a comma between declarators and counts the
+// stars before the next name.
+func (p *parser) declaratorStars() (int, error) {
+	ptr := 0
+	if err := p.next(); err != nil { // ','
+		return 0, err
+	}
+	for p.tok.Is("*") {
+		ptr++
+		if err := p.next(); err != nil {
+			return 0, err
+		}
+	}
+	return ptr, nil
 }
 
 // addTypedef makes name a type name for the rest of the parse.
@@ -301,8 +338,8 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			def.Name = name
 		}
 		d.Typedef = false
-		p.pending = &ast.Decl{File: d.File, Pos: p.tok.Pos, Typedef: true, Name: p.tok.Text,
-			Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+		p.pending = append(p.pending, &ast.Decl{File: d.File, Pos: p.tok.Pos, Typedef: true, Name: p.tok.Text,
+			Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}})
 		p.addTypedef(p.tok.Text)
 		if err := p.next(); err != nil {
 			return nil, err
@@ -367,29 +404,44 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 		if p.tok.Kind != lexer.Ident {
 			return nil, p.syntaxError()
 		}
-		m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
-		if err := p.next(); err != nil {
-			return nil, err
-		}
-		if p.tok.Is("[") {
+		// "int x, *y, z[4];": each name after a comma has the base type
+		// with its own stars and array.
+		for {
+			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
 			if err := p.next(); err != nil {
 				return nil, err
 			}
-			if p.tok.Kind != lexer.Int || p.tok.Val == 0 || p.tok.Val > 1<<20 {
+			if p.tok.Is("[") {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				if p.tok.Kind != lexer.Int || p.tok.Val == 0 || p.tok.Val > 1<<20 {
+					return nil, p.syntaxError()
+				}
+				m.Len = int(p.tok.Val)
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				if err := p.expect("]"); err != nil {
+					return nil, err
+				}
+			}
+			def.Members = append(def.Members, m)
+			if !p.tok.Is(",") {
+				break
+			}
+			ptr, err := p.declaratorStars()
+			if err != nil {
+				return nil, err
+			}
+			if p.tok.Kind != lexer.Ident {
 				return nil, p.syntaxError()
 			}
-			m.Len = int(p.tok.Val)
-			if err := p.next(); err != nil {
-				return nil, err
-			}
-			if err := p.expect("]"); err != nil {
-				return nil, err
-			}
+			mt = &ast.TypeName{Pos: mt.Pos, Name: mt.Name, Ptr: ptr}
 		}
 		if err := p.expect(";"); err != nil {
 			return nil, err
 		}
-		def.Members = append(def.Members, m)
 	}
 	if err := p.next(); err != nil { // '}'
 		return nil, err
@@ -470,10 +522,8 @@ func (p *parser) program() (*ast.Program, error) {
 				return nil, err
 			}
 			prog.Decls = append(prog.Decls, d)
-			if p.pending != nil {
-				prog.Decls = append(prog.Decls, p.pending)
-				p.pending = nil
-			}
+			prog.Decls = append(prog.Decls, p.pending...)
+			p.pending = nil
 		case t.Kind == lexer.ProbeDesc:
 			c, err := p.clause(t)
 			if err != nil {
