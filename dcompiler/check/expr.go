@@ -404,7 +404,16 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	if e.Op == "-" && x.Kind == types.Pointer && y.Kind == types.Pointer {
 		return types.Int64T, nil // how many elements apart
 	}
+	if (e.Op == "+" || e.Op == "-") && (isVoidPtr(x) && !y.IsString() || isVoidPtr(y) && !x.IsString()) {
+		// A void * points at nothing of known size, so it takes no steps.
+		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+	}
 	return types.Arith(x, y), nil
+}
+
+// isVoidPtr reports whether t is void *, which pointer arithmetic refuses.
+func isVoidPtr(t *types.Type) bool {
+	return t.Kind == types.Pointer && (t.Elem == nil || t.Elem.Kind == types.Void)
 }
 
 func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
