@@ -398,6 +398,13 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	if !x.IsScalar() || !y.IsScalar() {
 		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
 	}
+	if e.Op == "/" || e.Op == "%" {
+		// As DTrace folds constants: a constant zero divisor is an error
+		// wherever it stands.
+		if v, ok := in.ConstInt(e.Y); ok && v == 0 {
+			return nil, in.errorf(e.Pos, "D_DIV_ZERO", "expression contains division by zero")
+		}
+	}
 	if e.Op == "<<" || e.Op == ">>" {
 		return types.Promote(x), nil
 	}
