@@ -39,7 +39,7 @@ func (in *Info) decls() error {
 			return err
 		}
 		if in.defined(d.Name) {
-			return in.errorf(d.Pos, "D_DECL_IDENTRED", "identifier redeclared: %s", d.Name)
+			return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redeclared: %s", d.Name)
 		}
 		switch {
 		case d.Typedef:
@@ -133,7 +133,7 @@ func (in *Info) typeDef(d *ast.Decl) error {
 				next = v
 			}
 			if in.defined(item.Name) {
-				return in.errorf(item.Pos, "D_DECL_IDENTRED", "identifier redeclared: %s", item.Name)
+				return in.errorf(item.Pos, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
 			}
 			in.inlines[item.Name] = &Inline{Name: item.Name, Type: types.IntT, Init: &ast.IntLit{Pos: item.Pos, Val: uint64(next), Text: strconv.FormatInt(next, 10)}}
 			enum.Values = append(enum.Values, btf.EnumValue{Name: item.Name, Value: uint64(next)})
