@@ -22,7 +22,11 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 	case *ast.IntLit:
 		return literalType(e), nil
 	case *ast.StrLit:
-		return types.StringT(len(e.Val) + 1), nil
+		// A literal is cut at strsize too, as DTrace cuts every string.
+		if n := len(e.Val) + 1; in.Opts.StrSize <= 0 || n <= in.Opts.StrSize {
+			return types.StringT(n), nil
+		}
+		return types.StringT(in.Opts.StrSize), nil
 	case *ast.Paren:
 		return in.TypeOf(e.X, env)
 	case *ast.MacroVar:
