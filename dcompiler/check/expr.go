@@ -389,7 +389,7 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
-		if x.IsString() != y.IsString() {
+		if x.IsString() != y.IsString() && !in.StringNullCompare(e) {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 		}
 		return types.IntT, nil
@@ -420,6 +420,20 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 	}
 	return types.Arith(x, y), nil
+}
+
+// StringNullCompare reports whether e is a string compared for (in)equality
+// with NULL (or 0), as DTrace allows for a string a subroutine such as
+// strtok returned: dstar's strings are values, and a NULL one is empty.
+func (in *Info) StringNullCompare(e *ast.Binary) bool {
+	if e.Op != "==" && e.Op != "!=" {
+		return false
+	}
+	isNull := func(x ast.Expr) bool {
+		v, ok := in.ConstInt(x)
+		return ok && v == 0
+	}
+	return isNull(e.X) || isNull(e.Y)
 }
 
 // isVoidPtr reports whether t is void *, which pointer arithmetic refuses.

@@ -254,8 +254,10 @@ func (pg *probeGen) binary(e *ast.Binary, t *types.Type) error {
 	if err != nil {
 		return err
 	}
-	if xt.IsString() {
-		return pg.strCompare(e)
+	if xt.IsString() || pg.in.StringNullCompare(e) && e.Op != "^^" {
+		if yt, err := pg.typeOf(e.Y); err == nil && (xt.IsString() || yt.IsString()) {
+			return pg.strCompare(e)
+		}
 	}
 	yt, err := pg.typeOf(e.Y)
 	if err != nil {

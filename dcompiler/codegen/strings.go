@@ -226,6 +226,14 @@ func (pg *probeGen) fieldStr(e *ast.Member, base asm.Register, off, size int) er
 // strCompare compares two strings into R0 (1 or 0), byte by byte up to
 // the shorter buffer, stopping at the first NUL.
 func (pg *probeGen) strCompare(e *ast.Binary) error {
+	if pg.in.StringNullCompare(e) {
+		// s == NULL: s is empty.
+		x, null := e.X, e.Y
+		if t, err := pg.typeOf(x); err != nil || !t.IsString() {
+			x, null = e.Y, e.X
+		}
+		e = &ast.Binary{Pos: e.Pos, Op: e.Op, X: x, Y: &ast.StrLit{Pos: null.Start(), Val: ""}}
+	}
 	xt, err := pg.typeOf(e.X)
 	if err != nil {
 		return err
