@@ -817,3 +817,13 @@ func TestPrintfTime(t *testing.T) {
 		t.Errorf("walltimestamp %d s, want about %d", now, before)
 	}
 }
+
+// TestPrintfWide: a width of ten million is printed in full, as Oracle's
+// tst.wide.sh expects.
+func TestPrintfWide(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-qn", `BEGIN { printf("%10000000d|%-10000000s|\n", 1, "x"); exit(0); }`)
+	if want := strings.Repeat(" ", 9999999) + "1|x" + strings.Repeat(" ", 9999999) + "|\n\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, %d bytes of output, want %d", r.code, len(r.stdout), len(want))
+	}
+}
