@@ -80,6 +80,11 @@ func (e *Enabling) handle(raw []byte) {
 			text.WriteString(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 		case codegen.ActTrace:
 			ev.Kind = KindTrace
+			if d := act.Args[0]; s.opts.RawBytes && d.Type.IsString() {
+				// -x rawbytes: a string's bytes as stored, as dtrace dumps them.
+				text.WriteString(output.RawBytes(raw[d.Off : d.Off+min(d.Size, d.Type.Size)]))
+				break
+			}
 			text.WriteString(output.Trace(vals[0], s.opts.Quiet))
 		case codegen.ActExit:
 			ev.Kind = KindExit

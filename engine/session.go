@@ -19,6 +19,8 @@ type Options struct {
 	// FlowIndent is -F: probe lines indent at entry probes and unindent at
 	// return probes, quiet or not.
 	FlowIndent bool
+	// RawBytes is -x rawbytes: trace( ) dumps a string's bytes in hex.
+	RawBytes   bool
 	Out        io.Writer // standard output: records, aggregations
 	Err        io.Writer // standard error: faults, drops
 	Prog       string    // the name messages are prefixed with ("dstar")

@@ -302,6 +302,7 @@ func (t *tracer) run() int {
 		// JSON records carry what quiet mode prints: no probe lines.
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		FlowIndent: engine.OptionSet(t.opts, "flowindent") && t.opts["outputformat"] != "json",
+		RawBytes:   engine.OptionSet(t.opts, "rawbytes"),
 		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
