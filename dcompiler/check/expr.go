@@ -337,6 +337,23 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		}
 		return types.Promote(t), nil
 	case "&":
+		switch x := Unparen(e.X).(type) {
+		case *ast.Unary:
+			// &*p is p.
+			if x.Op == "*" {
+				return in.TypeOf(x.X, env)
+			}
+		case *ast.Index:
+			// &p[i] and &x->m[i]: the element's address.
+			if et := in.PointerIndex(x, env); et != nil {
+				return &types.Type{Kind: types.Pointer, Size: 8, Name: et.Name + " *", Elem: et}, nil
+			}
+			if _, at, err := in.MemberArray(x, env); err != nil {
+				return nil, err
+			} else if at != nil {
+				return &types.Type{Kind: types.Pointer, Size: 8, Name: at.Elem.Name + " *", Elem: at.Elem}, nil
+			}
+		}
 		m, ok := Unparen(e.X).(*ast.Member)
 		if !ok || isArgsMember(m) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")

@@ -199,6 +199,17 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 	case "++", "--":
 		return pg.incdec(e.X, e.Op, false)
 	case "&":
+		switch x := check.Unparen(e.X).(type) {
+		case *ast.Unary:
+			if x.Op == "*" {
+				return pg.expr(x.X)
+			}
+		case *ast.Index:
+			if pg.in.PointerIndex(x, pg.env) != nil {
+				return pg.pointerElemAddr(x)
+			}
+			return pg.memberElemAddr(x)
+		}
 		return pg.kernelAddr(unparenMember(e.X))
 	case "sizeof":
 		xt, err := pg.typeOf(e.X)
