@@ -233,7 +233,11 @@ func (l *Lexer) Next() (Token, error) {
 		}
 		t, _ := tok(Int, l.src[start:l.off])
 		t.Val = v
-		t.Suffix = "char"
+		// One character is a char; more are packed into an int (or a
+		// long, past four), as C and DTrace pack them.
+		if len(s) == 1 {
+			t.Suffix = "char"
+		}
 		return t, nil
 	case c == '$':
 		l.off++
