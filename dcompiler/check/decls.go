@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/cilium/ebpf/btf"
@@ -132,6 +133,13 @@ func (in *Info) typeDef(d *ast.Decl) error {
 				}
 				next = v
 			}
+			// An enumerator is an int.
+			if next > math.MaxInt32 {
+				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MAX (%d)", item.Name, math.MaxInt32)
+			}
+			if next < math.MinInt32 {
+				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MIN (%d)", item.Name, math.MinInt32)
+			}
 			if in.defined(item.Name) {
 				return in.errorf(item.Pos, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
 			}
@@ -155,7 +163,12 @@ func (in *Info) typeDef(d *ast.Decl) error {
 // anonymous struct or union defined in place.
 func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 	var fields []ktypes.Field
+	seen := map[string]bool{}
 	for _, m := range def.Members {
+		if m.Name != "" && seen[m.Name] {
+			return nil, in.errorf(m.Pos, "D_UNKNOWN", "failed to define member '%s': Duplicate member or variable name", m.Name)
+		}
+		seen[m.Name] = true
 		var t *types.Type
 		var err error
 		if m.Def != nil {
