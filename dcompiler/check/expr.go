@@ -37,6 +37,11 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 	case *ast.Ident:
 		return in.identType(e, env)
 	case *ast.AggVar:
+		// An aggregation that was never assigned is an unknown name,
+		// as in dtrace; only "@a[...]" brings one into being.
+		if in.aggs[e.Name] == nil {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve @%s: Unknown variable name", e.Name)
+		}
 		return nil, in.errorf(e.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function or as an argument to printa( ), clear( ), trunc( ), normalize( ) and denormalize( )", e.Name)
 	case *ast.Unary:
 		return in.unaryType(e, env)
