@@ -228,6 +228,21 @@ func isAction(name string) bool {
 	return AggActions[name] || subr
 }
 
+// knownFunc says whether dtrace knows a function of that name, including
+// the ones dstar does not implement: those are not unknown names.
+func knownFunc(name string) bool {
+	if _, ok := aggFuncs[name]; ok || isAction(name) {
+		return true
+	}
+	switch name {
+	case "breakpoint", "panic", "copyout", "jstack", "printm", "printt", "typeref", "getf",
+		"link_ntop", "mutex_owned", "mutex_owner", "mutex_type_adaptive", "mutex_type_spin",
+		"rw_iswriter", "rw_read_held", "rw_write_held", "msgsize", "msgdsize":
+		return true
+	}
+	return false
+}
+
 // AggActions are the actions that take aggregations as arguments.
 var AggActions = map[string]bool{
 	"printa": true, "clear": true, "trunc": true, "normalize": true, "denormalize": true,
@@ -413,6 +428,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 }
 
 func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
+	if err := in.aggMultiDim(e.LHS); err != nil {
+		return nil, err
+	}
 	if agg, ok := AggTarget(e.LHS); ok {
 		return in.aggAssign(e, agg, env)
 	}
@@ -500,6 +518,11 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	}
 	nargs, ok := aggFuncs[call.Fn]
 	if !ok {
+		// dtrace resolves the function's name before it asks whether
+		// the function aggregates.
+		if !knownFunc(call.Fn) {
+			return nil, in.errorf(call.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", call.Fn)
+		}
 		return nil, in.errorf(call.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
 	}
 	if len(call.Args) < nargs[0] || len(call.Args) > nargs[1] {
@@ -515,6 +538,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			return nil, err
 		}
 		if !t.IsScalar() {
+			if i == 0 {
+				return nil, in.errorf(call.Pos, "D_AGG_SCALAR", "%s( ) argument #1 must be of scalar type", call.Fn)
+			}
 			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", call.Fn, i+1, t)
 		}
 	}
@@ -523,14 +549,17 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		return nil, err
 	}
 	var keys []*types.Type
-	for _, k := range AggKeys(e.LHS) {
+	for i, k := range AggKeys(e.LHS) {
+		if kind := in.dynamicKind(k); kind != "" {
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "%s expression may not be used as aggregation index: key #%d", kind, i+1)
+		}
 		in.allowStack(k)
 		t, err := in.TypeOf(k, env)
 		if err != nil {
 			return nil, err
 		}
 		if t.Kind == types.Void {
-			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "aggregation key may not be of type void")
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
 		keys = append(keys, t)
 	}
@@ -562,6 +591,38 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		a.Calls = append(a.Calls, call)
 	}
 	return types.VoidT, nil
+}
+
+// aggMultiDim rejects "@a[i][j]": an aggregation takes one list of keys.
+func (in *Info) aggMultiDim(x ast.Expr) error {
+	ix, ok := Unparen(x).(*ast.Index)
+	if !ok {
+		return nil
+	}
+	if inner, ok := Unparen(ix.X).(*ast.Index); ok {
+		if av, ok := AggTarget(inner); ok {
+			return in.errorf(av.Pos, "D_AGG_MDIM", "improper attempt to reference @%s as a multi-dimensional array", av.Name)
+		}
+		return in.aggMultiDim(inner)
+	}
+	return nil
+}
+
+// dynamicKind names what an aggregation or a translated pointer is, as
+// dtrace does when one is used where a value of a known type must be.
+func (in *Info) dynamicKind(x ast.Expr) string {
+	if _, ok := Unparen(x).(*ast.AggVar); ok {
+		return "aggregation"
+	}
+	if id, ok := Unparen(x).(*ast.Ident); ok {
+		if xl := in.xlateOf(id); xl != nil {
+			if xl.Type != nil && xl.Type.Ptr > 0 {
+				return "pointer to translated data"
+			}
+			return "translated data"
+		}
+	}
+	return ""
 }
 
 func containsCall(list []*ast.Call, c *ast.Call) bool {
@@ -792,7 +853,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.subrType(e, sr, argTypes)
 	}
 	if _, ok := aggFuncs[e.Fn]; ok {
-		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "%s( ) may only be used as the value of an aggregation", e.Fn)
+		return nil, in.errorf(e.Pos, "D_CG_EXPR", "aggregating function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}
 	return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", e.Fn)
 }
