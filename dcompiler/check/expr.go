@@ -290,21 +290,36 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 			}
 			_ = f
 		}
-	case "clear", "denormalize":
+	case "clear":
 		if nagg != 1 || len(rest) > 0 {
-			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, 1 expected", e.Fn, len(e.Args))
+			return in.errorf(e.Pos, "D_CLEAR_PROTO", "clear( ) prototype mismatch: %d args passed, 1 expected", len(e.Args))
 		}
-	case "trunc", "normalize":
-		if nagg != 1 || len(rest) > 1 || (e.Fn == "normalize" && len(rest) != 1) {
-			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, %s expected", e.Fn, len(e.Args), map[bool]string{true: "2", false: "1 or 2"}[e.Fn == "normalize"])
+	case "denormalize", "normalize":
+		// dtrace checks both with normalize's tags.
+		want := 2
+		if e.Fn == "denormalize" {
+			want = 1
 		}
+		if nagg != 1 || len(e.Args) != want {
+			return in.errorf(e.Pos, "D_NORMALIZE_PROTO", "%s( ) prototype mismatch: %d args passed, %d expected", e.Fn, len(e.Args), want)
+		}
+	case "trunc":
+		if nagg != 1 || len(rest) > 1 {
+			want := "at least 1"
+			if len(e.Args) > 2 {
+				want = "no more than 2"
+			}
+			return in.errorf(e.Pos, "D_TRUNC_PROTO", "trunc( ) prototype mismatch: %d args passed, %s expected", len(e.Args), want)
+		}
+	}
+	if e.Fn == "trunc" || e.Fn == "normalize" {
 		for _, r := range rest {
 			t, err := in.TypeOf(r, env)
 			if err != nil {
 				return err
 			}
 			if !t.IsInt() {
-				return in.errorf(r.Start(), "D_PROTO_ARG", "%s( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", e.Fn, t)
+				return in.errorf(r.Start(), "D_"+strings.ToUpper(e.Fn)+"_SCALAR", "%s( ) argument #2 must be of scalar type", e.Fn)
 			}
 		}
 	}
