@@ -587,8 +587,8 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if string(a.Func) != call.Fn {
 			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: aggregation redefined using a different function", av.Name)
 		}
-		if fmt.Sprint(a.Params) != fmt.Sprint(params) {
-			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: %s( ) parameters differ from an earlier use", av.Name, call.Fn)
+		if err := in.paramsMatch(av, call.Fn, a.Params, params); err != nil {
+			return nil, err
 		}
 		if len(a.Keys) != len(keys) {
 			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
@@ -1113,10 +1113,58 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 			if low == 0 && (factor*factor)%steps != 0 {
 				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide the square of argument #1 (factor) when steps>factor and lmag==0")
 			}
+			// With lmag > 0 the first magnitude's steps span
+			// factor^(lmag+1); dtrace's message says lmag==0 here too.
+			if low > 0 && !powOverflows(factor, low+1) && ipow(factor, low+1)%steps != 0 {
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag==0")
+			}
 		}
 		return []int64{factor, low, high, steps}, nil
 	}
 	return nil, nil
+}
+
+// paramsMatch reports the first of an lquantize's or llquantize's
+// parameters that differs from the aggregation's earlier use, as dtrace
+// does. lquantize's limit is compared as base plus its whole steps.
+func (in *Info) paramsMatch(av *ast.AggVar, fn string, old, cur []int64) error {
+	if fmt.Sprint(old) == fmt.Sprint(cur) {
+		return nil
+	}
+	mismatch := func(tag, what string, n int, want, got int64) error {
+		return in.errorf(av.Pos, tag, "%s( ) %s (argument #%d) doesn't match previous declaration: expected %d, found %d", fn, what, n, want, got)
+	}
+	switch fn {
+	case "lquantize":
+		span := func(p []int64) int64 { return (p[1] - p[0]) / p[2] * p[2] }
+		switch {
+		case old[0] != cur[0]:
+			return mismatch("D_LQUANT_MATCHBASE", "base", 1, old[0], cur[0])
+		case span(old) != span(cur):
+			return mismatch("D_LQUANT_MATCHLIM", "limit", 2, old[0]+span(old), cur[0]+span(cur))
+		case old[2] != cur[2]:
+			return mismatch("D_LQUANT_MATCHSTEP", "step", 3, old[2], cur[2])
+		}
+		return nil
+	case "llquantize":
+		tags := []string{"D_LLQUANT_MATCHFACTOR", "D_LLQUANT_MATCHLMAG", "D_LLQUANT_MATCHHMAG", "D_LLQUANT_MATCHSTEPS"}
+		names := []string{"factor", "lmag", "hmag", "steps"}
+		for i := range old {
+			if old[i] != cur[i] {
+				return mismatch(tags[i], names[i], i+1, old[i], cur[i])
+			}
+		}
+		return nil
+	}
+	return in.errorf(av.Pos, "D_AGG_REDEF", "@%s: %s( ) parameters differ from an earlier use", av.Name, fn)
+}
+
+func ipow(f, n int64) int64 {
+	v := int64(1)
+	for i := int64(0); i < n; i++ {
+		v *= f
+	}
+	return v
 }
 
 func powOverflows(f, n int64) bool {
