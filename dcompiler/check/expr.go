@@ -679,7 +679,10 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.symType(e, argTypes)
 	case "printf":
 		if len(e.Args) == 0 {
-			return nil, in.errorf(e.Pos, "D_PRINTF_ARG_FMT", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
 		}
 		if _, err := in.Format(e, argTypes[1:]); err != nil {
 			return nil, err
@@ -697,6 +700,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		in.Destructive = true
 		if len(e.Args) == 0 {
 			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "system( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
 		}
 		if _, err := in.Format(e, argTypes[1:]); err != nil {
 			return nil, err
@@ -793,8 +799,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return types.VoidT, nil
 	case "setopt", "freopen", "ftruncate":
 		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
-		if len(e.Args) < want[0] || len(e.Args) > want[1] {
-			return nil, protoLen(want[0])
+		if err := in.argCount(e, want[0], want[1]); err != nil {
+			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsString() {
@@ -823,8 +829,11 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	case "tracemem":
 		// tracemem(addr, size[, n]): n, when given, is how many of the
 		// size bytes to print.
-		if len(e.Args) != 2 && len(e.Args) != 3 {
-			return nil, protoLen(2)
+		if len(e.Args) > 3 {
+			return nil, in.errorf(e.Args[3].Start(), "D_TRACEMEM_ARGS", "tracemem ( ) prototype mismatch: expected at most 3 args")
+		}
+		if err := in.argCount(e, 2, 3); err != nil {
+			return nil, err
 		}
 		if len(e.Args) == 3 && !argTypes[2].IsInt() {
 			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
@@ -854,8 +863,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		return types.StringT(PRArgSz), nil
 	case "copyinstr":
-		if len(e.Args) < 1 || len(e.Args) > 2 {
-			return nil, protoLen(1)
+		if err := in.argCount(e, 1, 2); err != nil {
+			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsScalar() {
@@ -871,6 +880,15 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_CG_EXPR", "aggregating function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}
 	return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", e.Fn)
+}
+
+// formatIsString rejects a format that is not a string literal, naming
+// the type it has instead, as dtrace does.
+func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
+	if _, ok := Unparen(e.Args[0]).(*ast.StrLit); ok {
+		return nil
+	}
+	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
 }
 
 func plural(n int) string {
