@@ -347,6 +347,9 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !t.IsScalar() && !t.IsString() && !t.IsCharArray() {
+			return nil, in.errorf(e.Pos, "D_STRINGOF_TYPE", "cannot apply stringof to a value of type %s", t)
+		}
 		if t.IsString() {
 			return t, nil
 		}
@@ -459,6 +462,13 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	lt, err := in.lvalue(e.LHS, rt, env)
 	if err != nil {
 		return nil, err
+	}
+	// += and -= on anything but integers need a pointer on the left to
+	// a type of known size, as in dtrace.
+	if (e.Op == "+=" || e.Op == "-=") && !lt.IsString() && !rt.IsString() && (!lt.IsInt() || !rt.IsInt()) {
+		if lt.Kind != types.Pointer || lt.Elem == nil || lt.Elem.Kind == types.Void {
+			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
+		}
 	}
 	if lt.IsString() != rt.IsString() {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
