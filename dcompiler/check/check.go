@@ -432,6 +432,9 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.ExprStmt:
+			if err := in.aggStmt(s.X, env); err != nil {
+				return err
+			}
 			in.allowStack(s.X)
 			if _, err := in.TypeOf(s.X, env); err != nil {
 				return err
@@ -449,6 +452,26 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 		}
 	}
 	return nil
+}
+
+// aggStmt rejects an aggregation standing alone as a statement, "@a;" or
+// "@a[k];", which dtrace reports as having no effect. A bare "@a" that
+// was never assigned is instead an unknown name (TypeOf says so).
+func (in *Info) aggStmt(x ast.Expr, env *Env) error {
+	x = Unparen(x)
+	av, ok := AggTarget(x)
+	if !ok {
+		return nil
+	}
+	if _, bare := x.(*ast.AggVar); bare && in.aggs[av.Name] == nil {
+		return nil
+	}
+	for _, k := range AggKeys(x) {
+		if _, err := in.TypeOf(k, env); err != nil {
+			return err
+		}
+	}
+	return in.errorf(av.Pos, "D_AGG_NULL", "expression has null effect: @%s", av.Name)
 }
 
 // Env is where an expression is typed: the probe it fires on.

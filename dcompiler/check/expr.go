@@ -41,6 +41,11 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 	case *ast.Ident:
 		return in.identType(e, env)
 	case *ast.AggVar:
+		// An aggregation that was never assigned is an unknown name,
+		// as in dtrace; only "@a[...]" brings one into being.
+		if in.aggs[e.Name] == nil {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve @%s: Unknown variable name", e.Name)
+		}
 		return nil, in.errorf(e.Pos, "D_AGG_SCALAR", "aggregation @%s may only be used as the target of an aggregating function or as an argument to printa( ), clear( ), trunc( ), normalize( ) and denormalize( )", e.Name)
 	case *ast.Unary:
 		return in.unaryType(e, env)
@@ -227,6 +232,21 @@ func isAction(name string) bool {
 	return AggActions[name] || subr
 }
 
+// knownFunc says whether dtrace knows a function of that name, including
+// the ones dstar does not implement: those are not unknown names.
+func knownFunc(name string) bool {
+	if _, ok := aggFuncs[name]; ok || isAction(name) {
+		return true
+	}
+	switch name {
+	case "breakpoint", "panic", "copyout", "jstack", "printm", "printt", "typeref", "getf",
+		"link_ntop", "mutex_owned", "mutex_owner", "mutex_type_adaptive", "mutex_type_spin",
+		"rw_iswriter", "rw_read_held", "rw_write_held", "msgsize", "msgdsize":
+		return true
+	}
+	return false
+}
+
 // AggActions are the actions that take aggregations as arguments.
 var AggActions = map[string]bool{
 	"printa": true, "clear": true, "trunc": true, "normalize": true, "denormalize": true,
@@ -274,21 +294,36 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 			}
 			_ = f
 		}
-	case "clear", "denormalize":
+	case "clear":
 		if nagg != 1 || len(rest) > 0 {
-			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, 1 expected", e.Fn, len(e.Args))
+			return in.errorf(e.Pos, "D_CLEAR_PROTO", "clear( ) prototype mismatch: %d args passed, 1 expected", len(e.Args))
 		}
-	case "trunc", "normalize":
-		if nagg != 1 || len(rest) > 1 || (e.Fn == "normalize" && len(rest) != 1) {
-			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, %s expected", e.Fn, len(e.Args), map[bool]string{true: "2", false: "1 or 2"}[e.Fn == "normalize"])
+	case "denormalize", "normalize":
+		// dtrace checks both with normalize's tags.
+		want := 2
+		if e.Fn == "denormalize" {
+			want = 1
 		}
+		if nagg != 1 || len(e.Args) != want {
+			return in.errorf(e.Pos, "D_NORMALIZE_PROTO", "%s( ) prototype mismatch: %d args passed, %d expected", e.Fn, len(e.Args), want)
+		}
+	case "trunc":
+		if nagg != 1 || len(rest) > 1 {
+			want := "at least 1"
+			if len(e.Args) > 2 {
+				want = "no more than 2"
+			}
+			return in.errorf(e.Pos, "D_TRUNC_PROTO", "trunc( ) prototype mismatch: %d args passed, %s expected", len(e.Args), want)
+		}
+	}
+	if e.Fn == "trunc" || e.Fn == "normalize" {
 		for _, r := range rest {
 			t, err := in.TypeOf(r, env)
 			if err != nil {
 				return err
 			}
 			if !t.IsInt() {
-				return in.errorf(r.Start(), "D_PROTO_ARG", "%s( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", e.Fn, t)
+				return in.errorf(r.Start(), "D_"+strings.ToUpper(e.Fn)+"_SCALAR", "%s( ) argument #2 must be of scalar type", e.Fn)
 			}
 		}
 	}
@@ -315,6 +350,9 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		t, err := in.TypeOf(e.X, env)
 		if err != nil {
 			return nil, err
+		}
+		if !t.IsScalar() && !t.IsString() && !t.IsCharArray() {
+			return nil, in.errorf(e.Pos, "D_STRINGOF_TYPE", "cannot apply stringof to a value of type %s", t)
 		}
 		if t.IsString() {
 			return t, nil
@@ -459,6 +497,9 @@ func isVoidPtr(t *types.Type) bool {
 }
 
 func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
+	if err := in.aggMultiDim(e.LHS); err != nil {
+		return nil, err
+	}
 	if agg, ok := AggTarget(e.LHS); ok {
 		return in.aggAssign(e, agg, env)
 	}
@@ -472,6 +513,13 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	lt, err := in.lvalue(e.LHS, rt, env)
 	if err != nil {
 		return nil, err
+	}
+	// += and -= on anything but integers need a pointer on the left to
+	// a type of known size, as in dtrace.
+	if (e.Op == "+=" || e.Op == "-=") && !lt.IsString() && !rt.IsString() && (!lt.IsInt() || !rt.IsInt()) {
+		if lt.Kind != types.Pointer || lt.Elem == nil || lt.Elem.Kind == types.Void {
+			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
+		}
 	}
 	if lt.IsString() != rt.IsString() {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
@@ -546,6 +594,11 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	}
 	nargs, ok := aggFuncs[call.Fn]
 	if !ok {
+		// dtrace resolves the function's name before it asks whether
+		// the function aggregates.
+		if !knownFunc(call.Fn) {
+			return nil, in.errorf(call.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", call.Fn)
+		}
 		return nil, in.errorf(call.Pos, "D_AGG_FUNC", "@%s must be assigned the result of an aggregating function", av.Name)
 	}
 	if len(call.Args) < nargs[0] || len(call.Args) > nargs[1] {
@@ -561,6 +614,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			return nil, err
 		}
 		if !t.IsScalar() {
+			if i == 0 {
+				return nil, in.errorf(call.Pos, "D_AGG_SCALAR", "%s( ) argument #1 must be of scalar type", call.Fn)
+			}
 			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: %s", call.Fn, i+1, t)
 		}
 	}
@@ -569,14 +625,17 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		return nil, err
 	}
 	var keys []*types.Type
-	for _, k := range AggKeys(e.LHS) {
+	for i, k := range AggKeys(e.LHS) {
+		if kind := in.dynamicKind(k); kind != "" {
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "%s expression may not be used as aggregation index: key #%d", kind, i+1)
+		}
 		in.allowStack(k)
 		t, err := in.TypeOf(k, env)
 		if err != nil {
 			return nil, err
 		}
 		if t.Kind == types.Void {
-			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "aggregation key may not be of type void")
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
 		keys = append(keys, t)
 	}
@@ -589,8 +648,8 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if string(a.Func) != call.Fn {
 			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: aggregation redefined using a different function", av.Name)
 		}
-		if fmt.Sprint(a.Params) != fmt.Sprint(params) {
-			return nil, in.errorf(call.Pos, "D_AGG_REDEF", "@%s: %s( ) parameters differ from an earlier use", av.Name, call.Fn)
+		if err := in.paramsMatch(av, call.Fn, a.Params, params); err != nil {
+			return nil, err
 		}
 		if len(a.Keys) != len(keys) {
 			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
@@ -608,6 +667,38 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		a.Calls = append(a.Calls, call)
 	}
 	return types.VoidT, nil
+}
+
+// aggMultiDim rejects "@a[i][j]": an aggregation takes one list of keys.
+func (in *Info) aggMultiDim(x ast.Expr) error {
+	ix, ok := Unparen(x).(*ast.Index)
+	if !ok {
+		return nil
+	}
+	if inner, ok := Unparen(ix.X).(*ast.Index); ok {
+		if av, ok := AggTarget(inner); ok {
+			return in.errorf(av.Pos, "D_AGG_MDIM", "improper attempt to reference @%s as a multi-dimensional array", av.Name)
+		}
+		return in.aggMultiDim(inner)
+	}
+	return nil
+}
+
+// dynamicKind names what an aggregation or a translated pointer is, as
+// dtrace does when one is used where a value of a known type must be.
+func (in *Info) dynamicKind(x ast.Expr) string {
+	if _, ok := Unparen(x).(*ast.AggVar); ok {
+		return "aggregation"
+	}
+	if id, ok := Unparen(x).(*ast.Ident); ok {
+		if xl := in.xlateOf(id); xl != nil {
+			if xl.Type != nil && xl.Type.Ptr > 0 {
+				return "pointer to translated data"
+			}
+			return "translated data"
+		}
+	}
+	return ""
 }
 
 func containsCall(list []*ast.Call, c *ast.Call) bool {
@@ -649,7 +740,10 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.symType(e, argTypes)
 	case "printf":
 		if len(e.Args) == 0 {
-			return nil, in.errorf(e.Pos, "D_PRINTF_ARG_FMT", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
 		}
 		if _, err := in.Format(e, argTypes[1:]); err != nil {
 			return nil, err
@@ -667,6 +761,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		in.Destructive = true
 		if len(e.Args) == 0 {
 			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "system( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
 		}
 		if _, err := in.Format(e, argTypes[1:]); err != nil {
 			return nil, err
@@ -763,8 +860,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return types.VoidT, nil
 	case "setopt", "freopen", "ftruncate":
 		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
-		if len(e.Args) < want[0] || len(e.Args) > want[1] {
-			return nil, protoLen(want[0])
+		if err := in.argCount(e, want[0], want[1]); err != nil {
+			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsString() {
@@ -793,8 +890,11 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	case "tracemem":
 		// tracemem(addr, size[, n]): n, when given, is how many of the
 		// size bytes to print.
-		if len(e.Args) != 2 && len(e.Args) != 3 {
-			return nil, protoLen(2)
+		if len(e.Args) > 3 {
+			return nil, in.errorf(e.Args[3].Start(), "D_TRACEMEM_ARGS", "tracemem ( ) prototype mismatch: expected at most 3 args")
+		}
+		if err := in.argCount(e, 2, 3); err != nil {
+			return nil, err
 		}
 		if len(e.Args) == 3 && !argTypes[2].IsInt() {
 			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
@@ -824,8 +924,8 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		return types.StringT(PRArgSz), nil
 	case "copyinstr":
-		if len(e.Args) < 1 || len(e.Args) > 2 {
-			return nil, protoLen(1)
+		if err := in.argCount(e, 1, 2); err != nil {
+			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsScalar() {
@@ -838,9 +938,18 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.subrType(e, sr, argTypes)
 	}
 	if _, ok := aggFuncs[e.Fn]; ok {
-		return nil, in.errorf(e.Pos, "D_AGG_FUNC", "%s( ) may only be used as the value of an aggregation", e.Fn)
+		return nil, in.errorf(e.Pos, "D_CG_EXPR", "aggregating function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}
 	return nil, in.errorf(e.Pos, "D_FUNC_UNDEF", "failed to resolve %s: Unknown function name", e.Fn)
+}
+
+// formatIsString rejects a format that is not a string literal, naming
+// the type it has instead, as dtrace does.
+func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
+	if _, ok := Unparen(e.Args[0]).(*ast.StrLit); ok {
+		return nil
+	}
+	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
 }
 
 func plural(n int) string {
@@ -1083,10 +1192,58 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 			if low == 0 && (factor*factor)%steps != 0 {
 				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide the square of argument #1 (factor) when steps>factor and lmag==0")
 			}
+			// With lmag > 0 the first magnitude's steps span
+			// factor^(lmag+1); dtrace's message says lmag==0 here too.
+			if low > 0 && !powOverflows(factor, low+1) && ipow(factor, low+1)%steps != 0 {
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag==0")
+			}
 		}
 		return []int64{factor, low, high, steps}, nil
 	}
 	return nil, nil
+}
+
+// paramsMatch reports the first of an lquantize's or llquantize's
+// parameters that differs from the aggregation's earlier use, as dtrace
+// does. lquantize's limit is compared as base plus its whole steps.
+func (in *Info) paramsMatch(av *ast.AggVar, fn string, old, cur []int64) error {
+	if fmt.Sprint(old) == fmt.Sprint(cur) {
+		return nil
+	}
+	mismatch := func(tag, what string, n int, want, got int64) error {
+		return in.errorf(av.Pos, tag, "%s( ) %s (argument #%d) doesn't match previous declaration: expected %d, found %d", fn, what, n, want, got)
+	}
+	switch fn {
+	case "lquantize":
+		span := func(p []int64) int64 { return (p[1] - p[0]) / p[2] * p[2] }
+		switch {
+		case old[0] != cur[0]:
+			return mismatch("D_LQUANT_MATCHBASE", "base", 1, old[0], cur[0])
+		case span(old) != span(cur):
+			return mismatch("D_LQUANT_MATCHLIM", "limit", 2, old[0]+span(old), cur[0]+span(cur))
+		case old[2] != cur[2]:
+			return mismatch("D_LQUANT_MATCHSTEP", "step", 3, old[2], cur[2])
+		}
+		return nil
+	case "llquantize":
+		tags := []string{"D_LLQUANT_MATCHFACTOR", "D_LLQUANT_MATCHLMAG", "D_LLQUANT_MATCHHMAG", "D_LLQUANT_MATCHSTEPS"}
+		names := []string{"factor", "lmag", "hmag", "steps"}
+		for i := range old {
+			if old[i] != cur[i] {
+				return mismatch(tags[i], names[i], i+1, old[i], cur[i])
+			}
+		}
+		return nil
+	}
+	return in.errorf(av.Pos, "D_AGG_REDEF", "@%s: %s( ) parameters differ from an earlier use", av.Name, fn)
+}
+
+func ipow(f, n int64) int64 {
+	v := int64(1)
+	for i := int64(0); i < n; i++ {
+		v *= f
+	}
+	return v
 }
 
 func powOverflows(f, n int64) bool {

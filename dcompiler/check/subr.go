@@ -1,6 +1,9 @@
 package check
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
@@ -55,17 +58,21 @@ var Subroutines = map[string]subr{
 
 // subrType checks a subroutine call and returns its result type.
 func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.Type, error) {
-	if len(e.Args) < len(sr.args)-sr.optional || len(e.Args) > len(sr.args) {
-		want := len(sr.args)
-		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %d expected", e.Fn, len(e.Args), plural(len(e.Args)), want)
+	if err := in.argCount(e, len(sr.args)-sr.optional, len(sr.args)); err != nil {
+		return nil, err
 	}
+	protos := strings.Split(sr.proto, ", ")
 	for i, t := range argTypes {
 		ok := t.IsString()
-		want := "string"
 		if sr.args[i] == argInt {
-			ok, want = t.IsScalar(), "integer"
+			ok = t.IsScalar()
 		}
 		if !ok {
+			// dtrace names the parameter's C type; a string is a char *.
+			want := protos[i]
+			if want == "string" {
+				want = "char *"
+			}
 			return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, want, t)
 		}
 	}
@@ -99,4 +106,22 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 		return types.Uint64T, nil
 	}
 	return types.IntT, nil
+}
+
+// argCount checks how many arguments a function was given against the
+// fewest and most it takes, in dtrace's words: "at least" or "at most"
+// when the count may vary.
+func (in *Info) argCount(e *ast.Call, least, most int) error {
+	n := len(e.Args)
+	if n >= least && n <= most {
+		return nil
+	}
+	want := fmt.Sprint(most)
+	switch {
+	case least != most && n < least:
+		want = fmt.Sprintf("at least %d", least)
+	case least != most:
+		want = fmt.Sprintf("at most %d", most)
+	}
+	return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s expected", e.Fn, n, plural(n), want)
 }

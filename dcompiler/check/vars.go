@@ -140,13 +140,13 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 		t = types.Promote(t)
 	}
 	v := &Var{Name: r.Name, Scope: r.Scope, Type: t, Pos: r.Pos}
-	for _, k := range r.Keys {
+	for i, k := range r.Keys {
 		kt, err := in.TypeOf(k, env)
 		if err != nil {
 			return nil, err
 		}
 		if kt.Kind == types.Void {
-			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "associative array key may not be of type void")
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as associative array index: key #%d", i+1)
 		}
 		if kt.IsString() {
 			kt = types.StringT(in.Opts.StrSize)
