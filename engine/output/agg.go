@@ -293,12 +293,12 @@ func WritePrintaFormat(w io.Writer, f *printf.Format, aggs []*Aggregation) error
 			if j == nil {
 				j = &joined{keys: r.Keys, vals: make([]printf.Value, len(aggs))}
 				for n := range j.vals {
-					j.vals[n] = printf.Int(0)
+					j.vals[n] = aggs[n].formatValue(&Row{})
 				}
 				rows[k] = j
 				order = append(order, k)
 			}
-			j.vals[i] = printf.Int(a.value(&r))
+			j.vals[i] = a.formatValue(&r)
 		}
 	}
 	for _, k := range order {
@@ -308,6 +308,36 @@ func WritePrintaFormat(w io.Writer, f *printf.Format, aggs []*Aggregation) error
 		}
 	}
 	return nil
+}
+
+// formatValue is what a %@ conversion prints for a row: a distribution's
+// table (an empty one for a row the aggregation lacks), or its number.
+func (a *Aggregation) formatValue(r *Row) printf.Value {
+	switch a.Func {
+	case Quantize, Lquantize, Llquantize:
+		if r.Buckets == nil {
+			r = &Row{Buckets: make([]int64, a.buckets())}
+		}
+		var b strings.Builder
+		if err := a.writeValue(&b, r); err != nil {
+			return printf.Table("")
+		}
+		return printf.Table(b.String())
+	}
+	return printf.Int(a.value(r))
+}
+
+// buckets is how many buckets the aggregation's rows have.
+func (a *Aggregation) buckets() int {
+	switch a.Func {
+	case Quantize:
+		return QuantizeBuckets
+	case Lquantize:
+		return a.Lquantize.Len()
+	case Llquantize:
+		return a.Llquantize.Len()
+	}
+	return 0
 }
 
 // value is the number a row stands for in printa formats.
