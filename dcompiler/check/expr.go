@@ -270,6 +270,9 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 			}
 			_ = f
 		}
+		if err := in.printaKeysMatch(e, args[:nagg]); err != nil {
+			return err
+		}
 	case "clear", "denormalize":
 		if nagg != 1 || len(rest) > 0 {
 			return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, 1 expected", e.Fn, len(e.Args))
@@ -289,6 +292,49 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 		}
 	}
 	return nil
+}
+
+// printaKeysMatch checks that the aggregations a printa( ) joins have keys
+// of the same number and of compatible types, as DTrace requires: each is
+// compared with the first.
+func (in *Info) printaKeysMatch(e *ast.Call, args []ast.Expr) error {
+	if len(args) < 2 {
+		return nil
+	}
+	first := in.aggs[Unparen(args[0]).(*ast.AggVar).Name]
+	for _, a := range args[1:] {
+		other := in.aggs[Unparen(a).(*ast.AggVar).Name]
+		if len(first.Keys) != len(other.Keys) {
+			plural := func(n int) string {
+				if n == 1 {
+					return ""
+				}
+				return "s"
+			}
+			return in.errorf(e.Pos, "D_PRINTA_AGGKEY", "printa( ): @%s and @%s do not have matching key signatures: @%s has %d key%s, @%s has %d key%s",
+				first.Name, other.Name, first.Name, len(first.Keys), plural(len(first.Keys)), other.Name, len(other.Keys), plural(len(other.Keys)))
+		}
+		for i, k := range first.Keys {
+			if o := other.Keys[i]; !keyCompatible(k, o) {
+				return in.errorf(e.Pos, "D_PRINTA_AGGPROTO", "printa( ): @%s[ ] key #%d is incompatible with @%s:\n%9s key #%d: %s\n%9s key #%d: %s",
+					other.Name, i+1, first.Name, first.Name, i+1, k, other.Name, i+1, o)
+			}
+		}
+	}
+	return nil
+}
+
+// keyCompatible reports whether keys of types a and b can be joined: any
+// two integers, any two strings, two stacks or two symbols of the same
+// kind, or else the same type.
+func keyCompatible(a, b *types.Type) bool {
+	switch {
+	case a.IsInt() && b.IsInt(), a.IsString() && b.IsString():
+		return true
+	case a.Kind == types.Stack || a.Kind == types.Sym:
+		return a.Kind == b.Kind && a.User == b.User
+	}
+	return a.Kind == b.Kind && a.Name == b.Name
 }
 
 func boolInt(b bool) int {
