@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -13,6 +13,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/dcompiler/types"
+	"github.com/dstar-trace/dstar/engine/output"
 )
 
 // AggSnapshot is every aggregation of an enabling, merged across CPUs.
@@ -391,7 +392,7 @@ func (e *Enabling) Trunc(name string, n int) error {
 	if err != nil {
 		return err
 	}
-	drop := dropRows(data.Rows, n)
+	drop := dropRows(data, n)
 	for _, r := range drop {
 		for _, k := range r.raw {
 			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -429,7 +430,7 @@ func (e *Enabling) truncLast(name string, n int) error {
 	for _, a := range e.last.Aggs {
 		if a.Name() == name {
 			drop := map[*AggRow]bool{}
-			for _, r := range dropRows(a.Rows, n) {
+			for _, r := range dropRows(a, n) {
 				drop[r] = true
 			}
 			kept := a.Rows[:0]
@@ -444,21 +445,39 @@ func (e *Enabling) truncLast(name string, n int) error {
 	return nil
 }
 
-// dropRows returns the rows trunc(n) removes: all but the n with the
-// largest values, or the -n smallest for negative n.
-func dropRows(rows []*AggRow, n int) []*AggRow {
-	sorted := append([]*AggRow(nil), rows...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if n < 0 {
-			return sorted[i].Value < sorted[j].Value
+// dropRows returns the rows trunc(n) removes: all but the n that rank
+// highest, or the -n that rank lowest for negative n. Rows rank as
+// output.CompareRank says, so distributions rank by their weighted sums
+// and averages by what they compute to, as in DTrace.
+func dropRows(a *AggData, n int) []*AggRow {
+	out := &output.Aggregation{
+		Func: aggFuncs[string(a.Layout.Func)], Lquantize: a.Layout.Lquantize(),
+		Llquantize: a.Layout.Llquantize(),
+	}
+	type ranked struct {
+		row *AggRow
+		out output.Row
+	}
+	rows := make([]ranked, len(a.Rows))
+	for i, r := range a.Rows {
+		rows[i] = ranked{r, outputRow(r)}
+	}
+	slices.SortStableFunc(rows, func(l, r ranked) int {
+		c := output.CompareRank(out, &l.out, &r.out)
+		if n >= 0 {
+			c = -c
 		}
-		return sorted[i].Value > sorted[j].Value
+		return c
 	})
 	if n < 0 {
 		n = -n
 	}
-	if n >= len(sorted) {
+	if n >= len(rows) {
 		return nil
 	}
-	return sorted[n:]
+	var drop []*AggRow
+	for _, r := range rows[n:] {
+		drop = append(drop, r.row)
+	}
+	return drop
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
@@ -47,6 +48,14 @@ func (s *Session) setopt(name, val string) error {
 		s.opts.AggSort.ByKey = on
 	case "aggsortrev":
 		s.opts.AggSort.Reverse = on
+	case "aggsortpos", "aggsortkeypos":
+		// CheckOption has made sure the value is an integer.
+		n, _ := strconv.Atoi(val)
+		if name == "aggsortpos" {
+			s.opts.AggSort.AggPos = n
+		} else {
+			s.opts.AggSort.KeyPos = n
+		}
 	case "stackfmt":
 		s.opts.Folded = val == "folded"
 	default:

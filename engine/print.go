@@ -59,18 +59,20 @@ func (a *AggData) Output(strsize int) *output.Aggregation {
 		Name: a.Name(), Func: aggFuncs[string(a.Layout.Func)], StrSize: strsize,
 		Lquantize: a.Layout.Lquantize(), Llquantize: a.Layout.Llquantize(),
 	}
-	row := func(r *AggRow) output.Row {
-		return output.Row{
-			Keys: r.Keys, Value: r.Value, Count: int64(r.Count), Sum: r.Sum,
-			SumSq: r.SumSq, Buckets: r.Buckets,
-		}
-	}
 	for _, r := range a.Rows {
-		o := row(r)
+		o := outputRow(r)
 		for _, pc := range r.PerCPU {
-			o.PerCPU = append(o.PerCPU, output.CPURow{CPU: pc.CPU, Row: row(pc.Row)})
+			o.PerCPU = append(o.PerCPU, output.CPURow{CPU: pc.CPU, Row: outputRow(pc.Row)})
 		}
 		out.Rows = append(out.Rows, o)
 	}
 	return out
+}
+
+// outputRow converts one merged row, without its CPUs' parts.
+func outputRow(r *AggRow) output.Row {
+	return output.Row{
+		Keys: r.Keys, Value: r.Value, Count: int64(r.Count), Sum: r.Sum,
+		SumSq: r.SumSq, Buckets: r.Buckets,
+	}
 }

@@ -255,20 +255,16 @@ var AggActions = map[string]bool{
 // aggAction checks printa(), clear(), trunc(), normalize() and
 // denormalize(): their aggregations must exist when they are used.
 func (in *Info) aggAction(e *ast.Call, env *Env) error {
-	args := e.Args
-	var format *ast.StrLit
-	if e.Fn == "printa" && len(args) > 0 {
-		if lit, ok := Unparen(args[0]).(*ast.StrLit); ok {
-			format = lit
-			args = args[1:]
-		}
+	if e.Fn == "printa" {
+		return in.printa(e, env)
 	}
+	args := e.Args
 	nagg := 0
 	for i, a := range args {
 		av, ok := Unparen(a).(*ast.AggVar)
 		if !ok {
-			if e.Fn == "printa" || i == 0 {
-				return in.errorf(a.Start(), "D_"+strings.ToUpper(e.Fn)+"_AGGARG", "%s( ) argument #%d must be an aggregation", e.Fn, i+1+boolInt(format != nil))
+			if i == 0 {
+				return in.notAggregation(e, a, 1, env)
 			}
 			break
 		}
@@ -279,21 +275,6 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 	}
 	rest := args[nagg:]
 	switch e.Fn {
-	case "printa":
-		if nagg == 0 {
-			return in.errorf(e.Pos, "D_PRINTA_PROTO", "printa( ) prototype mismatch: too few arguments")
-		}
-		if format != nil {
-			f, err := printf.Parse(format.Val)
-			if err != nil {
-				tag := "D_PRINTF_FMT"
-				if pe, ok := err.(*printf.Error); ok {
-					tag = pe.Tag
-				}
-				return in.errorf(format.Pos, tag, "%s", err.Error())
-			}
-			_ = f
-		}
 	case "clear":
 		if nagg != 1 || len(rest) > 0 {
 			return in.errorf(e.Pos, "D_CLEAR_PROTO", "clear( ) prototype mismatch: %d args passed, 1 expected", len(e.Args))
@@ -330,11 +311,98 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 	return nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// printa checks printa( )'s arguments in the order DTrace does: enough
+// of them (two with a format string), each one an aggregation that has
+// been defined, the format fit for the first, and the keys of each after
+// the first matching the first's.
+func (in *Info) printa(e *ast.Call, env *Env) error {
+	args := e.Args
+	if len(args) == 0 {
+		return in.errorf(e.Pos, "D_PROTO_LEN", "printa( ) prototype mismatch: 0 args passed, at least 1 expected")
 	}
-	return 0
+	var format *ast.StrLit
+	want := 1
+	if lit, ok := Unparen(args[0]).(*ast.StrLit); ok {
+		format, want = lit, 2
+	}
+	if len(args) < want {
+		return in.errorf(e.Pos, "D_PRINTA_PROTO", "printa( ) prototype mismatch: %d args passed, %d expected", len(args), want)
+	}
+	var first *Agg
+	for n := want; n <= len(args); n++ {
+		a := args[n-1]
+		av, ok := Unparen(a).(*ast.AggVar)
+		if !ok {
+			return in.notAggregation(e, a, n, env)
+		}
+		agg := in.aggs[av.Name]
+		if agg == nil {
+			return in.errorf(av.Pos, "D_AGG_UNDEF", "@%s: aggregation has not been defined", av.Name)
+		}
+		if first != nil {
+			if err := in.printaKeysMatch(e, first, agg); err != nil {
+				return err
+			}
+			continue
+		}
+		first = agg
+		if format != nil {
+			if _, err := printf.Parse(format.Val); err != nil {
+				tag := "D_PRINTF_FMT"
+				if pe, ok := err.(*printf.Error); ok {
+					tag = pe.Tag
+				}
+				return in.errorf(format.Pos, tag, "%s", err.Error())
+			}
+		}
+	}
+	return nil
+}
+
+// notAggregation reports argument #n of an aggregation action, a, which is
+// not an aggregation, naming its type as DTrace does.
+func (in *Info) notAggregation(e *ast.Call, a ast.Expr, n int, env *Env) error {
+	t, err := in.TypeOf(a, env)
+	if err != nil {
+		return err
+	}
+	return in.errorf(a.Start(), "D_"+strings.ToUpper(e.Fn)+"_AGGARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: aggregation\n\t argument: %s", e.Fn, n, t)
+}
+
+// printaKeysMatch checks that the aggregations a printa( ) joins have keys
+// of the same number and of compatible types, as DTrace requires: each is
+// compared with the first.
+func (in *Info) printaKeysMatch(e *ast.Call, first, other *Agg) error {
+	if len(first.Keys) != len(other.Keys) {
+		plural := func(n int) string {
+			if n == 1 {
+				return ""
+			}
+			return "s"
+		}
+		return in.errorf(e.Pos, "D_PRINTA_AGGKEY", "printa( ): @%s and @%s do not have matching key signatures: @%s has %d key%s, @%s has %d key%s",
+			first.Name, other.Name, first.Name, len(first.Keys), plural(len(first.Keys)), other.Name, len(other.Keys), plural(len(other.Keys)))
+	}
+	for i, k := range first.Keys {
+		if o := other.Keys[i]; !keyCompatible(k, o) {
+			return in.errorf(e.Pos, "D_PRINTA_AGGPROTO", "printa( ): @%s[ ] key #%d is incompatible with @%s:\n%9s key #%d: %s\n%9s key #%d: %s",
+				other.Name, i+1, first.Name, first.Name, i+1, k, other.Name, i+1, o)
+		}
+	}
+	return nil
+}
+
+// keyCompatible reports whether keys of types a and b can be joined: any
+// two integers, any two strings, two stacks or two symbols of the same
+// kind, or else the same type.
+func keyCompatible(a, b *types.Type) bool {
+	switch {
+	case a.IsInt() && b.IsInt(), a.IsString() && b.IsString():
+		return true
+	case a.Kind == types.Stack || a.Kind == types.Sym:
+		return a.Kind == b.Kind && a.User == b.User
+	}
+	return a.Kind == b.Kind && a.Name == b.Name
 }
 
 func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {

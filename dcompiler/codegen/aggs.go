@@ -107,14 +107,18 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 	case "stddev":
 		// sum, and the sum of squares as 128 bits (low word, high word).
 		pg.addTo(asm.R0, 8, asm.R2)
-		pg.emit(asm.Mov.Reg(asm.R3, asm.R2), asm.Mul.Reg(asm.R3, asm.R2))
-		pg.emit(asm.LoadMem(asm.R1, asm.R0, 16, asm.DWord))
-		pg.emit(asm.Add.Reg(asm.R1, asm.R3))
-		pg.emit(asm.StoreMem(asm.R0, 16, asm.R1, asm.DWord))
-		pg.emit(asm.JGE.Reg(asm.R1, asm.R3, done)) // no carry
-		pg.emit(asm.LoadMem(asm.R1, asm.R0, 24, asm.DWord))
+		pg.square128(asm.R2)
+		// R1:R4 is the square; add it to the stored sum with carry.
+		noCarry := pg.newLabel("sq_nocarry")
+		pg.emit(asm.LoadMem(asm.R5, asm.R0, 16, asm.DWord))
+		pg.emit(asm.Add.Reg(asm.R5, asm.R4))
+		pg.emit(asm.StoreMem(asm.R0, 16, asm.R5, asm.DWord))
+		pg.emit(asm.JGE.Reg(asm.R5, asm.R4, noCarry))
 		pg.emit(asm.Add.Imm(asm.R1, 1))
-		pg.emit(asm.StoreMem(asm.R0, 24, asm.R1, asm.DWord))
+		pg.label(noCarry)
+		pg.emit(asm.LoadMem(asm.R5, asm.R0, 24, asm.DWord))
+		pg.emit(asm.Add.Reg(asm.R5, asm.R1))
+		pg.emit(asm.StoreMem(asm.R0, 24, asm.R5, asm.DWord))
 	case "quantize", "lquantize", "llquantize":
 		pg.bucket(l, asm.R2, asm.R1)
 		// R1 is the bucket; bound it for the verifier, then count.
@@ -129,6 +133,30 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 	}
 	pg.label(done)
 	return nil
+}
+
+// square128 sets R1 (high word) and R4 (low word) to the 128-bit square of
+// |v|: a 64-bit multiply overflows from |v| = 2^32 on. With |v| = h*2^32 + l,
+// the square is h²*2^64 + 2hl*2^32 + l². It uses R1, R3-R5; v and R0 are
+// kept.
+func (pg *probeGen) square128(v asm.Register) {
+	abs := pg.newLabel("sq_abs")
+	noCarry := pg.newLabel("sq_lo")
+	pg.emit(asm.Mov.Reg(asm.R3, v))
+	pg.emit(asm.JSGE.Imm(asm.R3, 0, abs))
+	pg.emit(asm.Neg.Imm(asm.R3, 0))
+	pg.label(abs)
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R3), asm.RSh.Imm(asm.R1, 32))     // h
+	pg.emit(asm.LSh.Imm(asm.R3, 32), asm.RSh.Imm(asm.R3, 32))         // l
+	pg.emit(asm.Mov.Reg(asm.R4, asm.R3), asm.Mul.Reg(asm.R4, asm.R3)) // l²
+	pg.emit(asm.Mul.Reg(asm.R3, asm.R1))                              // hl
+	pg.emit(asm.Mul.Reg(asm.R1, asm.R1))                              // h²
+	// 2hl*2^32 is hl<<33 in the low word and hl>>31 in the high one.
+	pg.emit(asm.Mov.Reg(asm.R5, asm.R3), asm.RSh.Imm(asm.R5, 31), asm.Add.Reg(asm.R1, asm.R5))
+	pg.emit(asm.LSh.Imm(asm.R3, 33), asm.Add.Reg(asm.R4, asm.R3))
+	pg.emit(asm.JGE.Reg(asm.R4, asm.R3, noCarry))
+	pg.emit(asm.Add.Imm(asm.R1, 1))
+	pg.label(noCarry)
 }
 
 // incrArg is the optional increment of quantize, lquantize, llquantize.

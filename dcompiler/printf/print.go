@@ -101,6 +101,10 @@ func (f *Format) Append(dst []byte, args, agg []Value) ([]byte, error) {
 			if curagg < len(agg)-1 {
 				curagg++
 			}
+			if v.Kind == TableValue {
+				dst = append(dst, v.Str...)
+				continue
+			}
 		} else {
 			var ok bool
 			if v, ok = next(); !ok {

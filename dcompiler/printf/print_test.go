@@ -184,3 +184,18 @@ func TestFprintMismatch(t *testing.T) {
 		t.Errorf("ErrMismatch text = %q", ErrMismatch.Error())
 	}
 }
+
+func TestFprintAggTable(t *testing.T) {
+	f, err := Parse("%s = %-8@d|%@x\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	// A drawn table prints as it is, whatever the conversion's flags.
+	if err := f.FprintAgg(&b, []Value{Str("k")}, []Value{Table("\nTABLE\n"), Int(255)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "k = \nTABLE\n|ff\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

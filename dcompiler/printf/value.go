@@ -17,6 +17,10 @@ const (
 	FloatValue
 	StackValue
 	SymbolValue // an address named by sym( ), mod( ), usym( ) and the like
+	// TableValue is a distribution's table, already drawn: a %@
+	// conversion prints it as it is, whatever the conversion, as DTrace
+	// prints quantize( ) and its kin in printa( ).
+	TableValue
 )
 
 // Value is one recorded datum: an integer of a given size and signedness,
@@ -66,6 +70,9 @@ func Symbol(text string, addr uint64) Value {
 	return Value{Kind: SymbolValue, Str: text, Bits: addr, Size: 8}
 }
 
+// Table returns a distribution's drawn table, for a %@ conversion.
+func Table(text string) Value { return Value{Kind: TableValue, Str: text} }
+
 // Float returns a floating-point value.
 func Float(f float64) Value { return Value{Kind: FloatValue, Float: f} }
 
@@ -107,7 +114,7 @@ func (v Value) Int64() int64 {
 // String returns the value as trace() would show it in quiet mode.
 func (v Value) String() string {
 	switch v.Kind {
-	case StringValue, SymbolValue:
+	case StringValue, SymbolValue, TableValue:
 		return v.Str
 	case FloatValue:
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)

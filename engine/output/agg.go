@@ -7,6 +7,7 @@ package output
 import (
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -260,54 +261,125 @@ func StddevValue(count, sum int64, sumsq [2]uint64, normal uint64) uint64 {
 }
 
 // WritePrintaFormat writes what printa(format, @a, @b, ...) prints: one
-// line per key, the key's values filling the format's conversions in order
-// and each %@ conversion taking the next aggregation's value for the key
-// (zero where an aggregation lacks it). Rows come in the order the first
-// aggregation sorts them, then keys only the others have.
+// line per key any of the aggregations has, the key's values filling the
+// format's conversions in order and each %@ conversion taking the next
+// aggregation's value for the key (zero where an aggregation lacks it).
+// Rows are ordered as sortJoined says.
 func WritePrintaFormat(w io.Writer, f *printf.Format, aggs []*Aggregation) error {
-	type joined struct {
-		keys []printf.Value
-		vals []printf.Value
-	}
-	var order []string
-	rows := map[string]*joined{}
-	// The aggregation aggsortpos names orders the rows; the others add
-	// their keys after its.
-	first := 0
-	if len(aggs) > 0 && aggs[0].Sort.AggPos > 0 && aggs[0].Sort.AggPos < len(aggs) {
-		first = aggs[0].Sort.AggPos
-	}
-	idx := []int{first}
-	for i := range aggs {
-		if i != first {
-			idx = append(idx, i)
-		}
-	}
-	for _, i := range idx {
-		a := aggs[i]
-		sorted := append([]Row(nil), a.Rows...)
-		sortRows(a, sorted)
-		for _, r := range sorted {
+	var rows []*joinedRow
+	byKey := map[string]*joinedRow{}
+	for i, a := range aggs {
+		for n := range a.Rows {
+			r := &a.Rows[n]
 			k := keyString(r.Keys)
-			j := rows[k]
+			j := byKey[k]
 			if j == nil {
-				j = &joined{keys: r.Keys, vals: make([]printf.Value, len(aggs))}
-				for n := range j.vals {
-					j.vals[n] = printf.Int(0)
-				}
-				rows[k] = j
-				order = append(order, k)
+				j = &joinedRow{keys: r.Keys, rows: make([]*Row, len(aggs))}
+				byKey[k] = j
+				rows = append(rows, j)
 			}
-			j.vals[i] = printf.Int(a.value(&r))
+			j.rows[i] = r
 		}
 	}
-	for _, k := range order {
-		j := rows[k]
-		if err := f.FprintAgg(w, j.keys, j.vals); err != nil && err != printf.ErrMismatch {
+	// A missing value counts as an empty row: zero, or an empty
+	// distribution.
+	zero := make([]Row, len(aggs))
+	for i, a := range aggs {
+		if n := a.buckets(); n > 0 {
+			zero[i].Buckets = make([]int64, n)
+		}
+	}
+	for _, j := range rows {
+		for i := range j.rows {
+			if j.rows[i] == nil {
+				j.rows[i] = &zero[i]
+			}
+		}
+	}
+	sortJoined(aggs, rows)
+	vals := make([]printf.Value, len(aggs))
+	for _, j := range rows {
+		for i, a := range aggs {
+			vals[i] = a.formatValue(j.rows[i])
+		}
+		if err := f.FprintAgg(w, j.keys, vals); err != nil && err != printf.ErrMismatch {
 			return err
 		}
 	}
 	return nil
+}
+
+// joinedRow is one key of a printa( ) with several aggregations and each
+// one's row for it.
+type joinedRow struct {
+	keys []printf.Value
+	rows []*Row
+}
+
+// sortJoined orders the rows of a printa( ) with several aggregations as
+// DTrace orders its joined "bundles": by the values of the aggregation
+// aggsortpos names, ties broken by the next aggregation's (wrapping
+// around), then by key; under aggsortkey by key first. aggsortrev
+// reverses the whole order.
+func sortJoined(aggs []*Aggregation, rows []*joinedRow) {
+	if len(aggs) == 0 {
+		return
+	}
+	opts := aggs[0].Sort
+	pos := opts.AggPos
+	if pos < 0 || pos >= len(aggs) {
+		pos = 0
+	}
+	slices.SortStableFunc(rows, func(l, r *joinedRow) int {
+		c := 0
+		keys := func() int {
+			return aggs[0].compareKeys(&Row{Keys: l.keys}, &Row{Keys: r.keys})
+		}
+		if opts.ByKey {
+			c = keys()
+		}
+		for n := 0; c == 0 && n < len(aggs); n++ {
+			i := (pos + n) % len(aggs)
+			c = aggs[i].compareValues(l.rows[i], r.rows[i])
+		}
+		if c == 0 && !opts.ByKey {
+			c = keys()
+		}
+		if opts.Reverse {
+			c = -c
+		}
+		return c
+	})
+}
+
+// formatValue is what a %@ conversion prints for a row: a distribution's
+// table (an empty one for a row the aggregation lacks), or its number.
+func (a *Aggregation) formatValue(r *Row) printf.Value {
+	switch a.Func {
+	case Quantize, Lquantize, Llquantize:
+		if r.Buckets == nil {
+			r = &Row{Buckets: make([]int64, a.buckets())}
+		}
+		var b strings.Builder
+		if err := a.writeValue(&b, r); err != nil {
+			return printf.Table("")
+		}
+		return printf.Table(b.String())
+	}
+	return printf.Int(a.value(r))
+}
+
+// buckets is how many buckets the aggregation's rows have.
+func (a *Aggregation) buckets() int {
+	switch a.Func {
+	case Quantize:
+		return QuantizeBuckets
+	case Lquantize:
+		return a.Lquantize.Len()
+	case Llquantize:
+		return a.Llquantize.Len()
+	}
+	return 0
 }
 
 // value is the number a row stands for in printa formats.

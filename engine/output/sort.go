@@ -169,3 +169,16 @@ func (a *Aggregation) weight(b []int64) (*big.Rat, int64) {
 	}
 	return sum, zero
 }
+
+// CompareRank compares two rows as trunc( ) ranks them: by value, ties
+// broken by key, whatever the sort options (dtrace's trunc walks the rows
+// in this order, descending to keep the largest and ascending to keep the
+// smallest).
+func CompareRank(a *Aggregation, l, r *Row) int {
+	if c := a.compareValues(l, r); c != 0 {
+		return c
+	}
+	plain := *a
+	plain.Sort = SortOptions{}
+	return plain.compareKeys(l, r)
+}
