@@ -620,7 +620,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 		err = f.CheckWith(printf.CheckOptions{Func: call.Fn, ExactLen: true, Target: in.Opts.Target != 0}, argTypesFor(argTypes))
 	}
 	if err != nil {
-		tag := "D_PRINTF_FMT"
+		tag := "D_UNKNOWN"
 		if pe, ok := err.(*printf.Error); ok {
 			tag = pe.Tag
 		}
@@ -630,7 +630,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 		switch c.Kind {
 		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack:
 		default:
-			return nil, in.errorf(call.Pos, "D_PRINTF_FMT", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
+			return nil, in.errorf(call.Pos, "D_UNKNOWN", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
 	}
 	return f, nil

@@ -187,7 +187,7 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 	}
 	t, err := ktypes.Define(def.Kind, def.Name, fields)
 	if err != nil {
-		return nil, in.errorf(def.Pos, "D_DECL_TYPE", "%s %s: %v", def.Kind, def.Name, err)
+		return nil, in.errorf(def.Pos, "D_UNKNOWN", "%s %s: %v", def.Kind, def.Name, err)
 	}
 	return t, nil
 }

@@ -184,12 +184,12 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	}
 	if il := in.inlines[e.Name]; il != nil {
 		if xl := in.xlateOf(e); xl != nil && !env.Decl {
-			return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
+			return nil, in.errorf(e.Pos, "D_CG_DYN", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
 		}
 		return il.Type, nil
 	}
 	if in.inlineArrays[e.Name] != nil {
-		return nil, in.errorf(e.Pos, "D_IDX_NONE", "%s is an inline array and requires an index", e.Name)
+		return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an inline array and requires an index", e.Name)
 	}
 	if e.Name == "curthread" {
 		task, err := ktypes.Lookup("struct task_struct")
@@ -209,7 +209,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	}
 	if v := in.globals[e.Name]; v != nil {
 		if v.Keys != nil {
-			return nil, in.errorf(e.Pos, "D_IDX_NONE", "%s is an associative array and requires an index", e.Name)
+			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
 		}
 		return v.Type, nil
 	}
@@ -252,6 +252,14 @@ var AggActions = map[string]bool{
 	"printa": true, "clear": true, "trunc": true, "normalize": true, "denormalize": true,
 }
 
+// undefinedAgg is the error for an aggregation no clause assigns, in
+// DTrace's words: the tag is the function's (denormalize's is
+// normalize's).
+func (in *Info) undefinedAgg(e *ast.Call, av *ast.AggVar) error {
+	fn := strings.ToUpper(strings.TrimPrefix(e.Fn, "de"))
+	return in.errorf(av.Pos, "D_"+fn+"_AGGBAD", "undefined aggregation: @%s", av.Name)
+}
+
 // aggAction checks printa(), clear(), trunc(), normalize() and
 // denormalize(): their aggregations must exist when they are used.
 func (in *Info) aggAction(e *ast.Call, env *Env) error {
@@ -269,7 +277,7 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 			break
 		}
 		if in.aggs[av.Name] == nil {
-			return in.errorf(av.Pos, "D_AGG_UNDEF", "@%s: aggregation has not been defined", av.Name)
+			return in.undefinedAgg(e, av)
 		}
 		nagg++
 	}
@@ -337,7 +345,7 @@ func (in *Info) printa(e *ast.Call, env *Env) error {
 		}
 		agg := in.aggs[av.Name]
 		if agg == nil {
-			return in.errorf(av.Pos, "D_AGG_UNDEF", "@%s: aggregation has not been defined", av.Name)
+			return in.undefinedAgg(e, av)
 		}
 		if first != nil {
 			if err := in.printaKeysMatch(e, first, agg); err != nil {
@@ -348,7 +356,7 @@ func (in *Info) printa(e *ast.Call, env *Env) error {
 		first = agg
 		if format != nil {
 			if _, err := printf.Parse(format.Val); err != nil {
-				tag := "D_PRINTF_FMT"
+				tag := "D_UNKNOWN"
 				if pe, ok := err.(*printf.Error); ok {
 					tag = pe.Tag
 				}
@@ -478,11 +486,11 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_DEREF_VOID", "cannot dereference pointer to void")
 		}
 		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer {
-			return nil, in.errorf(e.Pos, "D_DEREF_TYPE", "cannot dereference a pointer to %s yet", t.Elem.Name)
+			return nil, in.errorf(e.Pos, "D_UNKNOWN", "cannot dereference a pointer to %s yet", t.Elem.Name)
 		}
 		return t.Elem, nil
 	}
-	return nil, in.errorf(e.Pos, "D_OP_UNSUP", "operator %s is not supported here", e.Op)
+	return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator %s is not supported here", e.Op)
 }
 
 // incdec types ++ and -- of a modifiable integer.
@@ -720,11 +728,11 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			return nil, err
 		}
 		if len(a.Keys) != len(keys) {
-			return nil, in.errorf(av.Pos, "D_AGG_KEY_COUNT", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
+			return nil, in.errorf(av.Pos, "D_PROTO_LEN", "@%s: key count mismatch: %d vs %d", av.Name, len(keys), len(a.Keys))
 		}
 		for i, k := range keys {
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
-				return nil, in.errorf(av.Pos, "D_AGG_KEY_TYPE", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
+				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
 			if k.Size > a.Keys[i].Size {
 				a.Keys[i] = k
@@ -923,7 +931,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			}
 		}
 		if n, ok := in.ConstInt(e.Args[size]); ok && (n <= 0 || n > MaxScratch) {
-			return nil, in.errorf(e.Args[size].Start(), "D_COPY_SIZE", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
+			return nil, in.errorf(e.Args[size].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
 		}
 		return types.VoidT, nil
 	case "setopt", "freopen", "ftruncate":
@@ -1030,14 +1038,14 @@ func plural(n int) string {
 func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	if et := in.PointerIndex(e, env); et != nil {
 		if len(e.Keys) != 1 {
-			return nil, in.errorf(e.Pos, "D_IDX_ARGS", "a pointer takes one index")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "a pointer takes one index")
 		}
 		kt, err := in.TypeOf(e.Keys[0], env)
 		if err != nil {
 			return nil, err
 		}
 		if !kt.IsInt() {
-			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of a pointer must be an integer")
+			return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of a pointer must be an integer")
 		}
 		return et, nil
 	}
@@ -1052,17 +1060,17 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	}
 	if f, elem := in.ArrayField(e, env); f != nil {
 		if len(e.Keys) != 1 {
-			return nil, in.errorf(e.Pos, "D_IDX_ARGS", "args->%s takes one index", f.Name)
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "args->%s takes one index", f.Name)
 		}
 		t, err := in.TypeOf(e.Keys[0], env)
 		if err != nil {
 			return nil, err
 		}
 		if !t.IsInt() {
-			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of args->%s must be an integer", f.Name)
+			return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of args->%s must be an integer", f.Name)
 		}
 		if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= f.Len) {
-			return nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for args->%s[%d]", i, f.Name, f.Len)
+			return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args->%s[%d]", i, f.Name, f.Len)
 		}
 		return elem, nil
 	}
@@ -1075,7 +1083,7 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 		}
 		return at.Elem, nil
 	}
-	return nil, in.errorf(e.Pos, "D_IDX_UNSUP", "associative arrays are not yet supported")
+	return nil, in.errorf(e.Pos, "D_UNKNOWN", "associative arrays are not yet supported")
 }
 
 // ArgField returns the tracepoint field named name of probe p.
@@ -1123,14 +1131,14 @@ func (in *Info) memberType(e *ast.Member, env *Env) (*types.Type, error) {
 	}
 	id, ok := e.X.(*ast.Ident)
 	if !ok || id.Name != "args" || !e.Arrow {
-		return nil, in.errorf(e.Pos, "D_MEMBER_UNSUP", "member access is not yet supported here")
+		return nil, in.errorf(e.Pos, "D_UNKNOWN", "member access is not yet supported here")
 	}
 	if env.Probe == nil {
 		return types.Int64T, nil
 	}
 	f := ArgField(env.Probe, e.Name)
 	if f == nil {
-		return nil, in.errorf(e.Pos, "D_ARGS_MEMBER", "args-> has no member named %s on probe %s", e.Name, env.Probe)
+		return nil, in.errorf(e.Pos, "D_TYPE_MEMBER", "args-> has no member named %s on probe %s", e.Name, env.Probe)
 	}
 	t := FieldType(f)
 	if t.Kind == types.String && t.Size == 0 {
@@ -1423,7 +1431,7 @@ func (in *Info) MemberOffset(e *ast.Member, env *Env) (int, *types.Type, error) 
 	}
 	off, mt, err := ktypes.Member(st, e.Name)
 	if err != nil {
-		return 0, nil, in.errorf(e.Pos, "D_MEMBER_NAME", "%v", err)
+		return 0, nil, in.errorf(e.Pos, "D_TYPE_MEMBER", "%v", err)
 	}
 	return off, mt, nil
 }
@@ -1439,7 +1447,7 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 		return off, types.StringT(mt.Len + 1), nil
 	}
 	if mt.Kind == types.Array || mt.Kind == types.Void {
-		return 0, nil, in.errorf(e.Pos, "D_MEMBER_TYPE", "%s of type %s cannot be read yet", e.Name, mt.Name)
+		return 0, nil, in.errorf(e.Pos, "D_UNKNOWN", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
 }
@@ -1583,17 +1591,17 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 		return 0, nil, nil
 	}
 	if len(e.Keys) != 1 {
-		return 0, nil, in.errorf(e.Pos, "D_IDX_ARGS", "%s takes one index", m.Name)
+		return 0, nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s takes one index", m.Name)
 	}
 	kt, err := in.TypeOf(e.Keys[0], env)
 	if err != nil {
 		return 0, nil, err
 	}
 	if !kt.IsInt() {
-		return 0, nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of %s must be an integer", m.Name)
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
 	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
-		return 0, nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
 	}
 	return off, mt, nil
 }
@@ -1636,7 +1644,7 @@ func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", e.Fn, i+1, argTypes[i])
 	}
 	if n, ok := in.ConstInt(e.Args[i]); ok && (n <= 0 || n > MaxScratch) {
-		return in.errorf(e.Args[i].Start(), "D_"+strings.ToUpper(e.Fn)+"_SIZE", "%s( ) argument #%d must be from 1 to %d", e.Fn, i+1, MaxScratch)
+		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, i+1, MaxScratch)
 	}
 	return nil
 }
@@ -1646,20 +1654,20 @@ func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 // them.
 func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	if len(e.Keys) != 1 {
-		return nil, in.errorf(e.Pos, "D_IDX_ARGS", "uregs[ ] takes one index")
+		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "uregs[ ] takes one index")
 	}
 	t, err := in.TypeOf(e.Keys[0], env)
 	if err != nil {
 		return nil, err
 	}
 	if !t.IsInt() {
-		return nil, in.errorf(e.Keys[0].Start(), "D_IDX_INT", "index of uregs[ ] must be an integer")
+		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of uregs[ ] must be an integer")
 	}
 	if env.Probe != nil && !env.Probe.UserRegs {
-		return nil, in.errorf(e.Pos, "D_UREGS_PROBE", "uregs[ ] is not available on %s: only pid probes see the user registers in this version", env.Probe)
+		return nil, in.errorf(e.Pos, "D_UNKNOWN", "uregs[ ] is not available on %s: only pid probes see the user registers in this version", env.Probe)
 	}
 	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= providers.NumUserRegs()) {
-		return nil, in.errorf(e.Keys[0].Start(), "D_IDX_OOB", "index %d is out of range for uregs[ ]", i)
+		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil
 }

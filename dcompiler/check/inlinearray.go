@@ -65,7 +65,7 @@ func (in *Info) inlineArrayAt(x ast.Expr, errp *error, depth int) ast.Expr {
 		return x
 	}
 	if depth >= maxInlineDepth {
-		*errp = in.errorf(ix.Pos, "D_XLATE_NEST", "inline arrays nest more than %d deep", maxInlineDepth)
+		*errp = in.errorf(ix.Pos, "D_UNKNOWN", "inline arrays nest more than %d deep", maxInlineDepth)
 		return x
 	}
 	keys := map[string]ast.Expr{}

@@ -50,7 +50,7 @@ func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
 	}
 	frames = min(frames, maxFrames)
 	if !in.stackOK[e] {
-		return nil, in.errorf(e.Pos, "D_STACK_USE", "%s( ) may only be used as an action or as an aggregation key", e.Fn)
+		return nil, in.errorf(e.Pos, "D_CG_EXPR", "action function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}
 	return types.StackT(frames, user), nil
 }

@@ -110,12 +110,12 @@ func (in *Info) refType(r VarRef, env *Env) (*types.Type, error) {
 func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 	if (v.Keys == nil) != (r.Keys == nil) {
 		if v.Keys == nil {
-			return in.errorf(r.Pos, "D_IDX_SCALAR", "%s is not an array", r)
+			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is not an array", r)
 		}
-		return in.errorf(r.Pos, "D_IDX_NONE", "%s is an associative array and requires an index", r)
+		return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", r)
 	}
 	if len(v.Keys) != len(r.Keys) {
-		return in.errorf(r.Pos, "D_DYN_PROTO", "%s[ ] prototype mismatch: %d args passed, %d expected", r.Name, len(r.Keys), len(v.Keys))
+		return in.errorf(r.Pos, "D_PROTO_LEN", "%s[ ] prototype mismatch: %d args passed, %d expected", r.Name, len(r.Keys), len(v.Keys))
 	}
 	for i, k := range r.Keys {
 		t, err := in.TypeOf(k, env)
@@ -123,7 +123,7 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 			return err
 		}
 		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
-			return in.errorf(k.Start(), "D_DYN_PROTO", "%s[ ] argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", r.Name, i+1, v.Keys[i], t)
+			return in.errorf(k.Start(), "D_PROTO_LEN", "%s[ ] argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", r.Name, i+1, v.Keys[i], t)
 		}
 		if t.IsString() && t.Size > v.Keys[i].Size {
 			v.Keys[i] = types.StringT(in.Opts.StrSize)

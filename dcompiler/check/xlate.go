@@ -103,7 +103,7 @@ func (in *Info) xlateType(e *ast.Xlate, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(e.Type))
 	}
 	if !env.Decl {
-		return nil, in.errorf(e.Pos, "D_XLATE_VALUE", "a translated %s may only be used with -> or . to read one of its members", spell(e.Type))
+		return nil, in.errorf(e.Pos, "D_CG_DYN", "a translated %s may only be used with -> or . to read one of its members", spell(e.Type))
 	}
 	return t, nil
 }
@@ -278,7 +278,7 @@ func (in *Info) translator(probes []*providers.Probe, errp *error, depth int) fu
 			return e
 		}
 		if depth >= maxXlateDepth {
-			return fail(in.errorf(m.Pos, "D_XLATE_NEST", "translators nest more than %d deep", maxXlateDepth))
+			return fail(in.errorf(m.Pos, "D_UNKNOWN", "translators nest more than %d deep", maxXlateDepth))
 		}
 		x, err := in.expandMember(m, xl)
 		if err != nil {
@@ -299,7 +299,7 @@ func (in *Info) translatedArg(probes []*providers.Probe, n int, pos source.Pos) 
 	for i, pr := range probes {
 		x, err := in.argExpr(pr, n)
 		if err != nil {
-			return nil, in.errorf(pos, "D_ARGS_XLATE", "%v", err)
+			return nil, in.errorf(pos, "D_ARGS_XLATOR", "%v", err)
 		}
 		text := ""
 		if a := PositionalArg(pr, n); a != nil {

@@ -188,7 +188,7 @@ type gen struct {
 }
 
 func (g *gen) errorf(p source.Pos, format string, args ...any) error {
-	return source.Errorf(g.file, p, "D_CODEGEN", format, args...)
+	return source.Errorf(g.file, p, "D_UNKNOWN", format, args...)
 }
 
 // layoutVars gives each variable its place: global scalars in the globals
