@@ -902,10 +902,10 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		if len(e.Args) != 2 {
 			return nil, protoLen(2)
 		}
-		if n, ok := in.ConstInt(e.Args[0]); !(argTypes[0].IsString() || ok && n == 0) {
+		if !in.StringArg(argTypes[0], e.Args[0]) {
 			return nil, in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "strtok( ) argument #1 is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", argTypes[0])
 		}
-		if !argTypes[1].IsString() {
+		if !in.StringArg(argTypes[1], e.Args[1]) {
 			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "strtok( ) argument #2 is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", argTypes[1])
 		}
 		return types.StringT(in.Opts.StrSize), nil

@@ -63,7 +63,7 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 	}
 	protos := strings.Split(sr.proto, ", ")
 	for i, t := range argTypes {
-		ok := t.IsString()
+		ok := in.StringArg(t, e.Args[i])
 		if sr.args[i] == argInt {
 			ok = t.IsScalar()
 		}
@@ -124,4 +124,18 @@ func (in *Info) argCount(e *ast.Call, least, most int) error {
 		want = fmt.Sprintf("at most %d", most)
 	}
 	return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s expected", e.Fn, n, plural(n), want)
+}
+
+// StringArg reports whether an argument of type t may stand for a string,
+// as DTrace's string functions take one: a string or char array, a char
+// * (or void *) to read one from, or NULL, which faults when read.
+func (in *Info) StringArg(t *types.Type, arg ast.Expr) bool {
+	if t.IsString() {
+		return true
+	}
+	if t.Kind == types.Pointer && (t.Elem == nil || t.Elem.Kind == types.Void || t.Elem.Kind == types.Int && t.Elem.Size == 1) {
+		return true
+	}
+	v, ok := in.ConstInt(arg)
+	return ok && v == 0 && t.IsInt()
 }

@@ -451,8 +451,9 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 	}
 	pg.emit(pro.Insns...)
 	if pg.strtok != 0 {
-		// Each firing starts with nothing to tokenize.
-		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize), asm.DWord))
+		// Each firing starts with nothing to tokenize: a position past
+		// any string's end, which strtok(NULL, ...) faults on.
+		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
 	}
 	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid

@@ -12,6 +12,9 @@ import (
 // strInto writes string expression e, NUL-terminated and at most size
 // bytes, to base+off. base must be a callee-saved register (R7, R8, R9).
 func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error {
+	if t, err := pg.typeOf(e); err == nil && (t.Kind == types.Pointer || t.Kind == types.Int) {
+		return pg.pointedString(e, base, off, size)
+	}
 	switch e := e.(type) {
 	case *ast.Paren:
 		return pg.strInto(e.X, base, off, size)
@@ -117,6 +120,27 @@ func (pg *probeGen) literal(s string, base asm.Register, off, size int) {
 	}
 	b := append([]byte(s), 0)
 	pg.bytes(base, off, b)
+}
+
+// pointedString copies the string at the kernel address e gives (a char
+// *, or NULL) to base+off: an address that cannot be read is an invalid
+// address fault, as DTrace's string functions give for it.
+func (pg *probeGen) pointedString(e ast.Expr, base asm.Register, off, size int) error {
+	if err := pg.expr(e); err != nil {
+		return err
+	}
+	addr, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Start(), "%v", err)
+	}
+	defer func() { pg.depth-- }()
+	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
+	pg.emit(asm.JSGT.Imm(asm.R0, 0, pg.labelNext("str_read")))
+	pg.emit(asm.LoadMem(asm.R1, asm.RFP, addr, asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(pg.lastLabel)
+	return nil
 }
 
 // readStr calls a probe-read-str helper: dst base+off, size, src in R3.

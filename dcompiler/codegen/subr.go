@@ -867,6 +867,14 @@ func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) er
 			return err
 		}
 		pg.emit(storeImm(regState, int16(pos), 0, asm.DWord))
+	} else {
+		// strtok(NULL, ...) with no string begun reads address 0, as in
+		// DTrace.
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pos), asm.DWord))
+		pg.emit(asm.JLE.Imm(asm.R0, int32(S), pg.labelNext("tok_begun")))
+		pg.emit(asm.Mov.Imm(asm.R1, 0))
+		pg.raise(FaultBadAddr, asm.R1, true)
+		pg.label(pg.lastLabel)
 	}
 	set := pg.allocScratch(32)
 	for i := 0; i < 32; i += 8 {
