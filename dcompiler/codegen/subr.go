@@ -108,6 +108,12 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 	S := pg.in.Opts.StrSize
 	switch e.Fn {
 	case "strjoin":
+		// a then b into a buffer of twice the size, so that b's copy
+		// at a's (variable) length stays inside it. The operands'
+		// scratch comes after it, and is given back once they are
+		// joined, so nested joins take 2S each, not 4S.
+		joined := pg.allocScratch(2 * S)
+		mark := pg.scratch
 		a, err := pg.strTemp(e.Args[0], S)
 		if err != nil {
 			return err
@@ -116,9 +122,11 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		if err != nil {
 			return err
 		}
-		// a then b into a buffer of twice the size, so that b's copy
-		// at a's (variable) length stays inside it.
-		joined := pg.allocScratch(2 * S)
+		defer func() {
+			if !keepsScratch(e) {
+				pg.releaseScratch(mark)
+			}
+		}()
 		pg.addrOf(asm.R3, regState, a)
 		pg.copyFrom(regState, joined, S)
 		pg.strLen(joined, S)
