@@ -266,6 +266,11 @@ func (pg *probeGen) strCompare(e *ast.Binary) error {
 	if err != nil {
 		return err
 	}
+	// The operands are dead once compared: their scratch serves the
+	// next expression.
+	if mark := pg.scratch; !keepsScratch(e) {
+		defer pg.releaseScratch(mark)
+	}
 	xo := pg.allocScratch(xt.Size)
 	if err := pg.strInto(e.X, regState, xo, xt.Size); err != nil {
 		return err
@@ -284,8 +289,27 @@ func (pg *probeGen) strCompare(e *ast.Binary) error {
 		n = min(xt.Size, len(lit)+1)
 	}
 	less, greater, equal, done := pg.newLabel("lt"), pg.newLabel("gt"), pg.newLabel("eq"), pg.newLabel("cmp_done")
+	if !isLit {
+		// Two strings known only at run time: a loop, whose ways out
+		// the verifier explores one iteration at a time, where an
+		// unrolled compare would leave hundreds of branches pending.
+		pg.emit(asm.Mov.Imm(asm.R1, 0))
+		pg.loop(asm.R2, 0, int32(n), func(brk string) {
+			notLess, notGreater := pg.newLabel("cmp_nlt"), pg.newLabel("cmp_ngt")
+			pg.addrOf(asm.R3, regState, xo)
+			pg.emit(asm.Add.Reg(asm.R3, asm.R2), asm.LoadMem(asm.R4, asm.R3, 0, asm.Byte))
+			pg.addrOf(asm.R3, regState, yo)
+			pg.emit(asm.Add.Reg(asm.R3, asm.R2), asm.LoadMem(asm.R5, asm.R3, 0, asm.Byte))
+			pg.emit(asm.JGE.Reg(asm.R4, asm.R5, notLess), asm.Mov.Imm(asm.R1, -1), asm.Ja.Label(brk))
+			pg.label(notLess)
+			pg.emit(asm.JLE.Reg(asm.R4, asm.R5, notGreater), asm.Mov.Imm(asm.R1, 1), asm.Ja.Label(brk))
+			pg.label(notGreater)
+			pg.emit(asm.JEq.Imm(asm.R4, 0, brk))
+		})
+		pg.emit(asm.Ja.Label(done))
+	}
 	jumpedEqual := false
-	for i := 0; i < n; i++ {
+	for i := 0; isLit && i < n; i++ {
 		jumpedEqual = false
 		pg.emit(asm.LoadMem(asm.R1, regState, int16(xo+i), asm.Byte))
 		var b int32
@@ -306,16 +330,18 @@ func (pg *probeGen) strCompare(e *ast.Binary) error {
 		pg.emit(asm.JGT.Reg(asm.R1, asm.R2, greater))
 		pg.emit(asm.JEq.Imm(asm.R1, 0, equal))
 	}
-	if !jumpedEqual {
-		pg.emit(asm.Ja.Label(equal))
+	if isLit {
+		if !jumpedEqual {
+			pg.emit(asm.Ja.Label(equal))
+		}
+		// R1 = -1, 0 or 1 as strcmp, then the comparison against zero.
+		pg.label(less)
+		pg.emit(asm.Mov.Imm(asm.R1, -1), asm.Ja.Label(done))
+		pg.label(greater)
+		pg.emit(asm.Mov.Imm(asm.R1, 1), asm.Ja.Label(done))
+		pg.label(equal)
+		pg.emit(asm.Mov.Imm(asm.R1, 0))
 	}
-	// R1 = -1, 0 or 1 as strcmp, then the comparison against zero.
-	pg.label(less)
-	pg.emit(asm.Mov.Imm(asm.R1, -1), asm.Ja.Label(done))
-	pg.label(greater)
-	pg.emit(asm.Mov.Imm(asm.R1, 1), asm.Ja.Label(done))
-	pg.label(equal)
-	pg.emit(asm.Mov.Imm(asm.R1, 0))
 	pg.label(done)
 	yes := pg.newLabel("true")
 	pg.emit(asm.Mov.Imm(asm.R0, 1))
