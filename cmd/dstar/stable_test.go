@@ -184,7 +184,8 @@ func TestIOStart(t *testing.T) {
 	// The two direct transfers make each dd wait for I/O: every wait
 	// that starts in them ends.
 	r = dstar(t, 30*time.Second, "-q", "-c", `sh -c "dd if=/dev/zero of=`+dev+` bs=64k seek=8 count=1 oflag=direct status=none; dd if=`+dev+` of=/dev/null bs=4k skip=3 count=1 iflag=direct status=none"`,
-		"-n", `io:::wait-start /progenyof($target)/ { self->w = 1; @starts = count(); } io:::wait-done /self->w/ { self->w = 0; @dones = count(); }`,
+		// in_iowait, a bit-field of task_struct, is set while a thread waits.
+		"-n", `io:::wait-start /progenyof($target) && curthread->in_iowait == 1/ { self->w = 1; @starts = count(); } io:::wait-done /self->w/ { self->w = 0; @dones = count(); }`,
 		"-n", `END { printa("%@d", @starts); printa(" %@d\n", @dones); }`)
 	var starts, dones int
 	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "%d %d", &starts, &dones); err != nil || starts < 2 || starts != dones {

@@ -472,6 +472,9 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if !ok || isArgsMember(m) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
 		}
+		if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Bits > 0 {
+			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field %s", m.Name)
+		}
 		if _, mt, err := in.KernelMember(m, env); err != nil {
 			return nil, err
 		} else if !mt.IsString() {

@@ -49,6 +49,13 @@ func (pg *probeGen) readKernel(t *types.Type) error {
 	if t.Kind == types.Pointer || size > 8 || size <= 0 {
 		size = 8
 	}
+	if t.Bits > 0 {
+		// A bit-field: the fewest whole bytes that hold it.
+		size = 1
+		for size*8 < t.BitOff+t.Bits {
+			size *= 2
+		}
+	}
 	tmp := pg.allocScratch(16)
 	pg.emit(asm.StoreMem(regState, int16(tmp+8), asm.R0, asm.DWord))
 	pg.emit(storeImm(regState, int16(tmp), 0, asm.DWord))
@@ -62,6 +69,17 @@ func (pg *probeGen) readKernel(t *types.Type) error {
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(ok)
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), sizeOf(size)))
+	if t.Bits > 0 {
+		// Shift the field's top bit to bit 63, then down to bit 0,
+		// bringing its sign along for a signed field.
+		pg.emit(asm.LSh.Imm(asm.R0, int32(64-t.BitOff-t.Bits)))
+		if t.Signed {
+			pg.emit(asm.ArSh.Imm(asm.R0, int32(64-t.Bits)))
+		} else {
+			pg.emit(asm.RSh.Imm(asm.R0, int32(64-t.Bits)))
+		}
+		return nil
+	}
 	if t.Kind == types.Int {
 		pg.normalize(asm.R0, size, t.Signed)
 	}

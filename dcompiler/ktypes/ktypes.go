@@ -84,7 +84,15 @@ func Member(t *types.Type, name string) (int, *types.Type, error) {
 		return 0, nil, fmt.Errorf("%s is not a member of %s", name, t.Name)
 	}
 	if m.BitfieldSize != 0 {
-		return 0, nil, fmt.Errorf("%s is a bit-field member of %s, which D cannot read yet", name, t.Name)
+		// A bit-field: its first byte's offset, and where in the bytes
+		// from there its bits lie (little-endian, as the kernel's).
+		bits := off*8 + int(m.Offset)%8
+		bt := *FromBTF(m.Type)
+		bt.Bits, bt.BitOff = int(m.BitfieldSize), bits%8
+		if bt.Kind != types.Int || bt.BitOff+bt.Bits > 64 {
+			return 0, nil, fmt.Errorf("%s is a bit-field member of %s that D cannot read", name, t.Name)
+		}
+		return bits / 8, &bt, nil
 	}
 	return off, FromBTF(m.Type), nil
 }

@@ -31,6 +31,9 @@ type Type struct {
 	BTF    any    // the kernel type (a *btf.Struct or *btf.Union), for structs
 	User   bool   // a user stack or address, for stacks and Sym
 	Fn     string // for Sym: the function that names it (sym, mod, usym, umod or uaddr)
+	// Bits, for a bit-field member, is its width, and BitOff where it
+	// starts, in bits from the member's byte offset.
+	Bits, BitOff int
 }
 
 // Common types.
