@@ -447,7 +447,10 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		return types.IntT, nil
 	case "-", "+", "~":
 		if !t.IsInt() {
-			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires an operand of integral type", e.Op)
+			if e.Op == "~" {
+				return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires an operand of integral type", e.Op)
+			}
+			return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires an operand of arithmetic type", e.Op)
 		}
 		return types.Promote(t), nil
 	case "&":
@@ -534,6 +537,11 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		return types.IntT, nil
 	}
 	if !x.IsScalar() || !y.IsScalar() {
+		// As DTrace words it: bitwise operators, shifts and % want
+		// integers, the others arithmetic types.
+		if intOps[e.Op] {
+			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires operands of integral type", e.Op)
+		}
 		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
 	}
 	if e.Op == "/" || e.Op == "%" {
@@ -570,6 +578,9 @@ func (in *Info) StringNullCompare(e *ast.Binary) bool {
 	return isNull(e.X) || isNull(e.Y)
 }
 
+// intOps are the binary operators of integers only.
+var intOps = map[string]bool{"&": true, "|": true, "^": true, "<<": true, ">>": true, "%": true}
+
 // isVoidPtr reports whether t is void *, which pointer arithmetic refuses.
 func isVoidPtr(t *types.Type) bool {
 	return t.Kind == types.Pointer && (t.Elem == nil || t.Elem.Kind == types.Void)
@@ -586,12 +597,12 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Op != "=" && !rt.IsScalar() {
-		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
-	}
 	lt, err := in.lvalue(e.LHS, rt, env)
 	if err != nil {
 		return nil, err
+	}
+	if e.Op != "=" && (!rt.IsScalar() || !lt.IsScalar()) {
+		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	// += and -= on anything but integers need a pointer on the left to
 	// a type of known size, as in dtrace.
