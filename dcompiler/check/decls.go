@@ -82,8 +82,8 @@ func (in *Info) decls() error {
 			}
 			v := &Var{Name: d.Name, Scope: scope, Type: t, Pos: d.Pos}
 			if d.Keys != nil {
-				if scope != ScopeGlobal {
-					return in.errorf(d.Pos, "D_DECL_ARRSUB", "only global variables may be associative arrays: %s", d.Name)
+				if scope == ScopeClause {
+					return in.errorf(d.Pos, "D_DECL_LOCASSC", "associative arrays may not be declared as local variables: %s", d.Name)
 				}
 				v.Keys = []*types.Type{}
 				for _, k := range d.Keys {

@@ -49,6 +49,12 @@ func RefOf(e ast.Expr) (ref VarRef, ok bool) {
 			return VarRef{Scope: ScopeClause, Name: e.Name, Pos: e.Pos}, true
 		}
 	case *ast.Index:
+		// self->a[k]: a thread-local associative array.
+		if m, isMember := e.X.(*ast.Member); isMember && m.Arrow {
+			if id, isID := m.X.(*ast.Ident); isID && id.Name == "self" {
+				return VarRef{Scope: ScopeThread, Name: m.Name, Keys: e.Keys, Pos: m.Pos}, true
+			}
+		}
 		id, isID := e.X.(*ast.Ident)
 		if !isID || id.Name == "args" || isReserved(id.Name) || ArgIndex(id.Name) >= 0 {
 			return VarRef{}, false

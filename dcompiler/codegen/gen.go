@@ -218,6 +218,14 @@ func (g *gen) layoutVars() {
 	g.glSize = gl
 	for _, v := range g.in.Threads {
 		tv := &Var{Var: v, Map: "self_" + v.Name, KeySize: 8}
+		if v.Keys != nil {
+			// self->a[k]: the thread id, then the tuple.
+			keys, size := keyLayout(v.Keys)
+			for i := range keys {
+				keys[i].Off += 8
+			}
+			tv.Keys, tv.KeySize = keys, 8+size
+		}
 		g.vars[check.ScopeThread][v.Name] = tv
 	}
 	loc := stLocals

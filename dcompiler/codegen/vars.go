@@ -19,9 +19,10 @@ func (pg *probeGen) elemKey(v *Var, r check.VarRef) (int, error) {
 		pg.call(asm.FnGetCurrentPidTgid)
 		pg.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 		pg.emit(asm.StoreMem(regState, int16(off), asm.R0, asm.DWord))
-		return off, nil
-	}
-	if len(r.Keys) == 0 {
+		if len(r.Keys) == 0 {
+			return off, nil
+		}
+	} else if len(r.Keys) == 0 {
 		pg.emit(storeImm(regState, int16(off), 0, asm.DWord))
 	}
 	for i, k := range r.Keys {
