@@ -502,17 +502,20 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 		return nil
 	}
-	if err := pg.expr(e.RHS); err != nil {
-		return err
-	}
 	if e.Op != "=" {
-		if _, err := pg.push(); err != nil {
-			return pg.errorf(e.Pos, "%v", err)
-		}
+		// The left side's value is read first, as DTrace does (i += ++i
+		// adds to the old i).
 		if err := pg.loadRef(r); err != nil {
 			return err
 		}
-		pg.pop(asm.R1)
+		if _, err := pg.push(); err != nil {
+			return pg.errorf(e.Pos, "%v", err)
+		}
+		if err := pg.expr(e.RHS); err != nil {
+			return err
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+		pg.pop(asm.R0)
 		rt, err := pg.typeOf(e.RHS)
 		if err != nil {
 			return err
@@ -521,6 +524,8 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(v.Type, rt), e); err != nil {
 			return err
 		}
+	} else if err := pg.expr(e.RHS); err != nil {
+		return err
 	}
 	return pg.storeRef(r)
 }
