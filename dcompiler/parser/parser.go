@@ -106,35 +106,8 @@ typ:
 	if err := p.next(); err != nil {
 		return nil, err
 	}
-	if p.tok.Is("[") {
-		if err := p.next(); err != nil {
-			return nil, err
-		}
-		err := p.list("]", func() error {
-			if !p.isType(p.tok) {
-				return p.syntaxError()
-			}
-			k, err := p.typeName()
-			if err != nil {
-				return err
-			}
-			d.Keys = append(d.Keys, k)
-			// An inline array names its keys.
-			if d.Inline {
-				if p.tok.Kind != lexer.Ident {
-					return p.syntaxError()
-				}
-				d.Params = append(d.Params, p.tok.Text)
-				return p.next()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if d.Keys == nil {
-			d.Keys = []*ast.TypeName{}
-		}
+	if err := p.subscript(d); err != nil {
+		return nil, err
 	}
 	if d.Inline {
 		if err := p.expect("="); err != nil {
@@ -160,20 +133,69 @@ typ:
 			return nil, p.syntaxError()
 		}
 		more := *d
-		more.Pos, more.Name = p.tok.Pos, p.tok.Text
+		more.Pos, more.Name, more.Dim = p.tok.Pos, p.tok.Text, nil
 		more.Type = &ast.TypeName{Pos: d.Type.Pos, Name: d.Type.Name, Ptr: ptr}
 		if more.Typedef {
 			p.addTypedef(more.Name)
 		}
-		p.pending = append(p.pending, &more)
 		if err := p.next(); err != nil {
 			return nil, err
 		}
+		if err := p.subscript(&more); err != nil {
+			return nil, err
+		}
+		p.pending = append(p.pending, &more)
 	}
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
 	}
 	return d, nil
+}
+
+// subscript parses what may follow a declared name in brackets: the key
+// types of an associative array ("[string, int]"), or the dimension of a
+// fixed-size array ("[5]"), a constant expression.
+func (p *parser) subscript(d *ast.Decl) error {
+	if !p.tok.Is("[") {
+		return nil
+	}
+	if err := p.next(); err != nil {
+		return err
+	}
+	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
+		dim, err := p.cond()
+		if err != nil {
+			return err
+		}
+		d.Dim = dim
+		return p.expect("]")
+	}
+	err := p.list("]", func() error {
+		if !p.isType(p.tok) {
+			return p.syntaxError()
+		}
+		k, err := p.typeName()
+		if err != nil {
+			return err
+		}
+		d.Keys = append(d.Keys, k)
+		// An inline array names its keys.
+		if d.Inline {
+			if p.tok.Kind != lexer.Ident {
+				return p.syntaxError()
+			}
+			d.Params = append(d.Params, p.tok.Text)
+			return p.next()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if d.Keys == nil {
+		d.Keys = []*ast.TypeName{}
+	}
+	return nil
 }
 
 // declaratorStars reads past a comma between declarators and counts the
