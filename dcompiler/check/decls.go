@@ -129,7 +129,8 @@ func (in *Info) arrayType(d *ast.Decl, elem *types.Type) (*types.Type, error) {
 	if d.Storage != "" {
 		return nil, in.errorf(d.Pos, "D_UNKNOWN", "%s->%s: only global variables may be fixed-size arrays", d.Storage, d.Name)
 	}
-	if !elem.IsScalar() {
+	// Structs and unions are reached by address: &a[i], a[i].m.
+	if !elem.IsScalar() && (elem.Kind != types.Struct || elem.Size <= 0) {
 		return nil, in.errorf(d.Pos, "D_UNKNOWN", "array %s: arrays of %s are not supported", d.Name, elem)
 	}
 	size := elem.Size

@@ -418,6 +418,15 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 	switch e.Op {
 	case "++", "--":
 		return in.incdec(e.X, env)
+	case "&":
+		// &a[n] may point one past the end, which a[n] may not read.
+		if ix, ok := Unparen(e.X).(*ast.Index); ok {
+			if v, err := in.ArrayIndex(ix, env, true); err != nil {
+				return nil, err
+			} else if v != nil {
+				return PointerTo(v.Type.Elem), nil
+			}
+		}
 	case "sizeof":
 		if _, err := in.TypeOf(e.X, env); err != nil {
 			return nil, err
@@ -466,11 +475,6 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			}
 		case *ast.Index:
 			// &p[i] and &x->m[i]: the element's address.
-			if v, err := in.ArrayIndex(x, env, true); err != nil {
-				return nil, err
-			} else if v != nil {
-				return PointerTo(v.Type.Elem), nil
-			}
 			if et := in.PointerIndex(x, env); et != nil {
 				return &types.Type{Kind: types.Pointer, Size: 8, Name: et.Name + " *", Elem: et}, nil
 			}

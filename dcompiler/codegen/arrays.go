@@ -39,15 +39,10 @@ func (pg *probeGen) globalsAddr(r asm.Register) {
 	pg.emit(asm.LoadMem(r, regState, int16(slot), asm.DWord))
 }
 
-// arrayElemPtr leaves in R0 a pointer to v[idx]. An index outside the
-// array faults with it, as DTrace's "index out of bounds"; a constant one
-// was checked at compile time.
-func (pg *probeGen) arrayElemPtr(v *Var, idx ast.Expr) error {
-	size := arrayElemSize(v.Type)
-	if c, ok := pg.in.ConstInt(idx); ok && c >= 0 && int(c) < v.Type.Len {
-		pg.addrOf(asm.R0, regGlob, v.Off+int(c)*size)
-		return nil
-	}
+// arrayIndex leaves in R0 the index idx of v, which must be in bounds: an
+// index outside the array faults with it, as DTrace's "index out of
+// bounds".
+func (pg *probeGen) arrayIndex(v *Var, idx ast.Expr) error {
 	if err := pg.expr(idx); err != nil {
 		return err
 	}
@@ -57,6 +52,23 @@ func (pg *probeGen) arrayElemPtr(v *Var, idx ast.Expr) error {
 	pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
 	pg.raise(FaultBadIndex, asm.R1, true)
 	pg.label(ok)
+	return nil
+}
+
+// arrayElemPtr leaves in R0 a pointer to v[idx], checked (a constant
+// index was checked at compile time).
+func (pg *probeGen) arrayElemPtr(v *Var, idx ast.Expr) error {
+	size := arrayElemSize(v.Type)
+	if !v.Type.Elem.IsScalar() {
+		return pg.errorf(idx.Start(), "an element of %s is reached only by its members or its address", v.Name)
+	}
+	if c, ok := pg.in.ConstInt(idx); ok && c >= 0 && int(c) < v.Type.Len {
+		pg.addrOf(asm.R0, regGlob, v.Off+int(c)*size)
+		return nil
+	}
+	if err := pg.arrayIndex(v, idx); err != nil {
+		return err
+	}
 	if size != 1 {
 		pg.emit(asm.Mul.Imm(asm.R0, int32(size)))
 	}
@@ -77,15 +89,22 @@ func (pg *probeGen) loadArrayElem(v *Var, idx ast.Expr) error {
 }
 
 // arrayAddr leaves in R0 the address of v[idx] as a number, or of v's
-// first element when idx is nil. Taking an address reads nothing, so it
-// is not checked at run time (C's pointer one past the end is fine).
-func (pg *probeGen) arrayAddr(v *Var, idx ast.Expr) error {
+// first element when idx is nil. Taking an address reads nothing, so &a[i]
+// is not checked at run time (C's pointer one past the end is fine); an
+// address to read a member at is.
+func (pg *probeGen) arrayAddr(v *Var, idx ast.Expr, checked bool) error {
 	if idx == nil {
 		pg.globalsAddr(asm.R0)
 		pg.emit(asm.Add.Imm(asm.R0, int32(v.Off)))
 		return nil
 	}
-	if err := pg.expr(idx); err != nil {
+	var err error
+	if checked {
+		err = pg.arrayIndex(v, idx)
+	} else {
+		err = pg.expr(idx)
+	}
+	if err != nil {
 		return err
 	}
 	if size := arrayElemSize(v.Type); size != 1 {

@@ -154,7 +154,7 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 		return nil
 	}
 	if v := pg.arrayVar(e); v != nil {
-		return pg.arrayAddr(v, nil)
+		return pg.arrayAddr(v, nil, false)
 	}
 	if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
 		return pg.loadRef(r)
@@ -212,7 +212,7 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 			}
 		case *ast.Index:
 			if v := pg.arrayVar(x.X); v != nil {
-				return pg.arrayAddr(v, x.Keys[0])
+				return pg.arrayAddr(v, x.Keys[0], false)
 			}
 			if pg.in.PointerIndex(x, pg.env) != nil {
 				return pg.pointerElemAddr(x)

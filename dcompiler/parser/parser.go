@@ -6,6 +6,7 @@
 package parser
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
@@ -52,6 +53,7 @@ type parser struct {
 	inPred   bool            // a '/' may close the predicate
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
+	anon     int             // untagged definitions so far
 	macros   []string        // macro variables named so far
 }
 
@@ -340,7 +342,7 @@ func (p *parser) xlate() (ast.Expr, error) {
 // or "enum NAME { A, B = 2 };".
 func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 	kind, name, _ := strings.Cut(d.Type.Name, " ")
-	if kind != "struct" && kind != "union" && kind != "enum" || name == "" && !d.Typedef {
+	if kind != "struct" && kind != "union" && kind != "enum" {
 		return nil, p.syntaxError()
 	}
 	// "typedef struct [tag] { ... } name_t;" is the definition, then a
@@ -366,6 +368,36 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
+	} else if p.tok.Kind == lexer.Ident {
+		// "struct [tag] { ... } x[5], y;": the definition, then variables
+		// of it. One without a tag gets one no name can spell.
+		if name == "" {
+			p.anon++
+			name = "<anon" + strconv.Itoa(p.anon) + ">"
+			def.Name = name
+		}
+		for {
+			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if err := p.subscript(v); err != nil {
+				return nil, err
+			}
+			p.pending = append(p.pending, v)
+			if !p.tok.Is(",") {
+				break
+			}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
+		}
+	} else if name == "" {
+		return nil, p.syntaxError()
 	}
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
