@@ -211,7 +211,11 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		if v.Keys != nil {
 			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
 		}
-		// An array's name is the address of its first element.
+		// A char array reads as the string in it, as in DTrace; any
+		// other array's name is the address of its first element.
+		if v.Type.IsCharArray() {
+			return types.StringT(v.Type.Len), nil
+		}
 		return Decay(v.Type), nil
 	}
 	if _, ok := aggFuncs[e.Name]; ok || isAction(e.Name) {
