@@ -31,6 +31,7 @@ type Decl struct {
 	Type    *TypeName
 	Name    string
 	Keys    []*TypeName // an associative array's key types
+	Dim     Expr        // a fixed-size array's dimension ("int a[5];"), or nil
 	// Params name the keys of an inline array ("inline fileinfo_t
 	// fds[int fd] = ...;"), whose value uses them.
 	Params []string

@@ -3,6 +3,7 @@ package check
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -73,6 +74,14 @@ func (in *Info) decls() error {
 			}
 			in.inlines[d.Name] = &Inline{Name: d.Name, Type: t, Init: d.Init}
 		default:
+			if d.Keys != nil && len(d.Keys) == 0 {
+				return in.errorf(d.Pos, "D_DECL_ARRNULL", "array declaration requires array dimension or tuple signature: %s", d.Name)
+			}
+			if d.Dim != nil {
+				if t, err = in.arrayType(d, t); err != nil {
+					return err
+				}
+			}
 			if t.Kind == types.Void || t.Kind == types.Struct {
 				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void or struct object: %s", d.Name)
 			}
@@ -101,6 +110,101 @@ func (in *Info) decls() error {
 		}
 	}
 	return nil
+}
+
+// MaxArraySize bounds the bytes of a fixed-size array: all of them live
+// in the one globals value, which the kernel allocates whole.
+const MaxArraySize = 1 << 20
+
+// arrayType checks the declaration of a fixed-size array ("int a[5];") of
+// elem and returns its type. Only globals may be such arrays.
+func (in *Info) arrayType(d *ast.Decl, elem *types.Type) (*types.Type, error) {
+	n, ok := in.ConstInt(d.Dim)
+	if !ok || n <= 0 {
+		return nil, in.errorf(d.Pos, "D_DECL_ARRSUB", "positive integral constant expression or tuple signature expected as array declaration subscript")
+	}
+	if n > math.MaxInt32 {
+		return nil, in.errorf(d.Pos, "D_DECL_ARRBIG", "array dimension too big")
+	}
+	if d.Storage != "" {
+		return nil, in.errorf(d.Pos, "D_UNKNOWN", "%s->%s: only global variables may be fixed-size arrays", d.Storage, d.Name)
+	}
+	// Structs and unions are reached by address: &a[i], a[i].m.
+	if !elem.IsScalar() && (elem.Kind != types.Struct || elem.Size <= 0) {
+		return nil, in.errorf(d.Pos, "D_UNKNOWN", "array %s: arrays of %s are not supported", d.Name, elem)
+	}
+	size := elem.Size
+	if elem.Kind == types.Pointer {
+		size = 8
+	}
+	if n*int64(size) > MaxArraySize {
+		return nil, in.errorf(d.Pos, "D_DECL_ARRBIG", "array dimension too big")
+	}
+	name := elem.Name + " "
+	if strings.HasSuffix(name, "* ") {
+		name = elem.Name
+	}
+	return &types.Type{Kind: types.Array, Size: int(n) * size, Name: name + "[" + strconv.FormatInt(n, 10) + "]", Elem: elem, Len: int(n)}, nil
+}
+
+// ArrayVar returns the global fixed-size array x names, or nil.
+func (in *Info) ArrayVar(x ast.Expr) *Var {
+	id, ok := Unparen(x).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	if v := in.globals[id.Name]; v != nil && v.Type.Kind == types.Array {
+		return v
+	}
+	return nil
+}
+
+// ArrayIndex checks a[i] on a global fixed-size array a: one integer
+// index, within the bounds when it is constant. An address (&a[n]) may
+// be of the element one past the end, as in C.
+func (in *Info) ArrayIndex(e *ast.Index, env *Env, addr bool) (*Var, error) {
+	v := in.ArrayVar(e.X)
+	if v == nil {
+		return nil, nil
+	}
+	if len(e.Keys) != 1 {
+		return nil, in.errorf(e.Pos, "D_ARR_BADREF", "cannot access scalar %s as an associative array", v.Name)
+	}
+	kt, err := in.TypeOf(e.Keys[0], env)
+	if err != nil {
+		return nil, err
+	}
+	if !kt.IsInt() {
+		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", v.Name)
+	}
+	if i, ok := in.ConstInt(e.Keys[0]); ok {
+		limit := int64(v.Type.Len)
+		if addr {
+			limit++
+		}
+		if i < 0 || i >= limit {
+			return nil, in.errorf(e.Pos, "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", i, v.Type.Len)
+		}
+	}
+	return v, nil
+}
+
+// Decay returns the pointer an array stands for in an expression: to its
+// first element.
+func Decay(t *types.Type) *types.Type {
+	if t.Kind != types.Array {
+		return t
+	}
+	return PointerTo(t.Elem)
+}
+
+// PointerTo returns the type of a pointer to t.
+func PointerTo(t *types.Type) *types.Type {
+	name := t.Name + " *"
+	if strings.HasSuffix(t.Name, "*") {
+		name = t.Name + "*"
+	}
+	return &types.Type{Kind: types.Pointer, Size: 8, Name: name, Elem: t}
 }
 
 // defined reports whether a declaration's name is already taken.

@@ -55,6 +55,8 @@ func init() {
 		"D_USTACK_FRAMES", "D_USTACK_PROTO", "D_USTACK_STRSIZE", "D_VAR_UNDEF", "D_VAR_UNSUP",
 		"D_XLATE_INCOMPAT", "D_XLATE_MEMB", "D_XLATE_NOCONV", "D_XLATE_NONE", "D_XLATE_REDECL",
 		"D_XLATE_SOU",
+		// Oracle's dt_errtags.h adds these.
+		"D_ARR_BOUNDS",
 	} {
 		dtraceTags[t] = true
 	}

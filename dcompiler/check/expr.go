@@ -211,7 +211,12 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		if v.Keys != nil {
 			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
 		}
-		return v.Type, nil
+		// A char array reads as the string in it, as in DTrace; any
+		// other array's name is the address of its first element.
+		if v.Type.IsCharArray() {
+			return types.StringT(v.Type.Len), nil
+		}
+		return Decay(v.Type), nil
 	}
 	if _, ok := aggFuncs[e.Name]; ok || isAction(e.Name) {
 		return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s( ) may not be referenced as a scalar", e.Name)
@@ -417,6 +422,15 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 	switch e.Op {
 	case "++", "--":
 		return in.incdec(e.X, env)
+	case "&":
+		// &a[n] may point one past the end, which a[n] may not read.
+		if ix, ok := Unparen(e.X).(*ast.Index); ok {
+			if v, err := in.ArrayIndex(ix, env, true); err != nil {
+				return nil, err
+			} else if v != nil {
+				return PointerTo(v.Type.Elem), nil
+			}
+		}
 	case "sizeof":
 		if _, err := in.TypeOf(e.X, env); err != nil {
 			return nil, err
@@ -459,6 +473,12 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			// &*p is p.
 			if x.Op == "*" {
 				return in.TypeOf(x.X, env)
+			}
+		case *ast.Ident:
+			// An array's name is already an address; DTrace refuses &
+			// of any variable.
+			if in.ArrayVar(x) != nil {
+				return nil, in.errorf(e.Pos, "D_ADDROF_VAR", "cannot take address of dynamic variable")
 			}
 		case *ast.Index:
 			// &p[i] and &x->m[i]: the element's address.
@@ -601,6 +621,9 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lt.Kind == types.Array {
+		return nil, in.errorf(e.Pos, "D_OP_ARRFUN", "operator %s may not be applied to operand of type \"%s\"", e.Op, lt)
+	}
 	if e.Op != "=" && (!rt.IsScalar() || !lt.IsScalar()) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
@@ -625,6 +648,14 @@ func (in *Info) TypeNamed(tn *ast.TypeName) (*types.Type, error) { return in.typ
 func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error) {
 	if id, isID := Unparen(x).(*ast.Ident); isID && in.inlines[id.Name] != nil {
 		return nil, in.errorf(id.Pos, "D_OP_WRITE", "operator = can only be applied to a writable variable")
+	}
+	if ix, isIdx := Unparen(x).(*ast.Index); isIdx {
+		if v, err := in.ArrayIndex(ix, env, false); v != nil || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			return v.Type.Elem, nil
+		}
 	}
 	r, ok := RefOf(x)
 	if ix, isIdx := Unparen(x).(*ast.Index); isIdx && in.PointerIndex(ix, env) != nil {
@@ -1050,6 +1081,12 @@ func plural(n int) string {
 }
 
 func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
+	if v, err := in.ArrayIndex(e, env, false); v != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return v.Type.Elem, nil
+	}
 	if et := in.PointerIndex(e, env); et != nil {
 		if len(e.Keys) != 1 {
 			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "a pointer takes one index")
@@ -1373,6 +1410,9 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 			return int64(t.Size), true
 		}
 	case *ast.Unary:
+		if v := in.ArrayVar(e.X); v != nil && e.Op == "sizeof" {
+			return int64(v.Type.Size), true
+		}
 		x, ok := in.ConstInt(e.X)
 		switch e.Op {
 		case "-":

@@ -95,6 +95,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		}
 		return pg.kernelMember(e, t)
 	case *ast.Index:
+		if v := pg.arrayVar(e.X); v != nil {
+			return pg.loadArrayElem(v, e.Keys[0])
+		}
 		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
 			n, _ := pg.in.ConstInt(e.Keys[0])
 			pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
@@ -149,6 +152,9 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 	if n := check.ArgIndex(e.Name); n >= 0 {
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
 		return nil
+	}
+	if v := pg.arrayVar(e); v != nil {
+		return pg.arrayAddr(v, nil, false)
 	}
 	if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
 		return pg.loadRef(r)
@@ -205,6 +211,9 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 				return pg.expr(x.X)
 			}
 		case *ast.Index:
+			if v := pg.arrayVar(x.X); v != nil {
+				return pg.arrayAddr(v, x.Keys[0], false)
+			}
 			if pg.in.PointerIndex(x, pg.env) != nil {
 				return pg.pointerElemAddr(x)
 			}
@@ -212,6 +221,10 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 		}
 		return pg.kernelAddr(unparenMember(e.X))
 	case "sizeof":
+		if v := pg.arrayVar(e.X); v != nil {
+			pg.emit(asm.Mov.Imm(asm.R0, int32(v.Type.Size)))
+			return nil
+		}
 		xt, err := pg.typeOf(e.X)
 		if err != nil {
 			return err
@@ -490,6 +503,9 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 // assign generates an assignment to a variable; R0 holds the value
 // assigned.
 func (pg *probeGen) assign(e *ast.Assign) error {
+	if v, ix := pg.arrayIndexOf(e.LHS); v != nil {
+		return pg.assignArrayElem(e, v, ix)
+	}
 	r, ok := check.RefOf(e.LHS)
 	if ix, isIdx := check.Unparen(e.LHS).(*ast.Index); !ok || isIdx && pg.in.PointerIndex(ix, pg.env) != nil {
 		return pg.storeMemory(e)
@@ -538,10 +554,11 @@ func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
 		delta = -1
 	}
 	r, ok := check.RefOf(x)
-	if ix, isIdx := check.Unparen(x).(*ast.Index); !ok || isIdx && pg.in.PointerIndex(ix, pg.env) != nil {
+	arr, _ := pg.arrayIndexOf(x)
+	if ix, isIdx := check.Unparen(x).(*ast.Index); !ok || arr != nil || isIdx && pg.in.PointerIndex(ix, pg.env) != nil {
 		// In memory: x += 1 (or -= 1), which leaves the new value.
 		as := &ast.Assign{Pos: x.Start(), Op: op[:1] + "=", LHS: x, RHS: &ast.IntLit{Pos: x.Start(), Val: 1, Text: "1"}}
-		if err := pg.storeMemory(as); err != nil {
+		if err := pg.assign(as); err != nil {
 			return err
 		}
 		if postfix {
@@ -550,6 +567,9 @@ func (pg *probeGen) incdec(x ast.Expr, op string, postfix bool) error {
 				return err
 			}
 			pg.emit(asm.Add.Imm(asm.R0, -delta*int32(elemSize(xt))))
+			if xt.Kind == types.Int {
+				pg.normalize(asm.R0, xt.Size, xt.Signed)
+			}
 		}
 		return nil
 	}

@@ -182,6 +182,7 @@ type gen struct {
 	scratchBase int
 	strtok      int // strtok( )'s string and position, after the clause-locals; 0 if unused
 	glSize      int
+	arraysOff   int          // where the fixed-size arrays start in the globals value
 	file        *source.File // of the clause being generated
 	keyMax      int          // bytes of the largest aggregation key
 	valMax      int          // bytes of the largest aggregation value
@@ -203,17 +204,28 @@ func (g *gen) layoutVars() {
 		return 8
 	}
 	gl := GlSpecs + 8*g.opts.NSpec
+	var arrays []*Var
 	for _, v := range g.in.Globals {
 		gv := &Var{Var: v}
-		if v.Keys != nil {
+		switch {
+		case v.Keys != nil:
 			gv.Map = "assoc_" + v.Name
 			gv.Keys, gv.KeySize = keyLayout(v.Keys)
-		} else {
+		case v.Type.Kind == types.Array:
+			arrays = append(arrays, gv)
+		default:
 			gv.Off = gl
 			gl += valSize(v)
 		}
 		g.vars[check.ScopeGlobal][v.Name] = gv
 		g.out.Globals = append(g.out.Globals, gv)
+	}
+	// The fixed-size arrays come last, together: stores through a
+	// pointer may go anywhere in [arrays, glSize).
+	g.arraysOff = gl
+	for _, gv := range arrays {
+		gv.Off = gl
+		gl += align8(gv.Type.Size)
 	}
 	g.glSize = gl
 	for _, v := range g.in.Threads {

@@ -19,6 +19,16 @@ func (pg *probeGen) kernelAddr(e *ast.Member) error {
 			return err
 		}
 	} else {
+		if v, ix := pg.arrayIndexOf(e.X); v != nil {
+			// a[i].m of an array of structs: checked, as a[i] is.
+			if err := pg.arrayAddr(v, ix.Keys[0], true); err != nil {
+				return err
+			}
+			if off != 0 {
+				pg.emit(asm.Add.Imm(asm.R0, int32(off)))
+			}
+			return nil
+		}
 		inner, ok := e.X.(*ast.Member)
 		if !ok {
 			return pg.errorf(e.Pos, "operator . applies here only to a member of a kernel struct")

@@ -983,9 +983,8 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	if err != nil {
 		return err
 	}
-	lo, hi, ok := pg.allocaRange()
-	if !ok {
-		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause")
+	if _, _, alloca := pg.allocaRange(); !alloca && pg.arraysOff == pg.glSize {
+		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause or a global array")
 	}
 	size := t.Size
 	if t.Kind == types.Pointer {
@@ -1012,7 +1011,7 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		return err
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
-	pg.allocaPtr(slots+8, size, lo, hi)
+	pg.memoryPtr(slots+8, size)
 	if e.Op != "=" {
 		// v op= x: the old value, then the operation, kept in the slot.
 		pg.emit(asm.LoadMem(asm.R0, asm.R1, 0, sizeOf(size)))
@@ -1029,7 +1028,7 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 			return err
 		}
 		pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
-		pg.allocaPtr(slots+8, size, lo, hi)
+		pg.memoryPtr(slots+8, size)
 	}
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
 	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))

@@ -6,6 +6,7 @@
 package parser
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
@@ -52,6 +53,7 @@ type parser struct {
 	inPred   bool            // a '/' may close the predicate
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
+	anon     int             // untagged definitions so far
 	macros   []string        // macro variables named so far
 }
 
@@ -106,35 +108,8 @@ typ:
 	if err := p.next(); err != nil {
 		return nil, err
 	}
-	if p.tok.Is("[") {
-		if err := p.next(); err != nil {
-			return nil, err
-		}
-		err := p.list("]", func() error {
-			if !p.isType(p.tok) {
-				return p.syntaxError()
-			}
-			k, err := p.typeName()
-			if err != nil {
-				return err
-			}
-			d.Keys = append(d.Keys, k)
-			// An inline array names its keys.
-			if d.Inline {
-				if p.tok.Kind != lexer.Ident {
-					return p.syntaxError()
-				}
-				d.Params = append(d.Params, p.tok.Text)
-				return p.next()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if d.Keys == nil {
-			d.Keys = []*ast.TypeName{}
-		}
+	if err := p.subscript(d); err != nil {
+		return nil, err
 	}
 	if d.Inline {
 		if err := p.expect("="); err != nil {
@@ -160,20 +135,69 @@ typ:
 			return nil, p.syntaxError()
 		}
 		more := *d
-		more.Pos, more.Name = p.tok.Pos, p.tok.Text
+		more.Pos, more.Name, more.Dim = p.tok.Pos, p.tok.Text, nil
 		more.Type = &ast.TypeName{Pos: d.Type.Pos, Name: d.Type.Name, Ptr: ptr}
 		if more.Typedef {
 			p.addTypedef(more.Name)
 		}
-		p.pending = append(p.pending, &more)
 		if err := p.next(); err != nil {
 			return nil, err
 		}
+		if err := p.subscript(&more); err != nil {
+			return nil, err
+		}
+		p.pending = append(p.pending, &more)
 	}
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
 	}
 	return d, nil
+}
+
+// subscript parses what may follow a declared name in brackets: the key
+// types of an associative array ("[string, int]"), or the dimension of a
+// fixed-size array ("[5]"), a constant expression.
+func (p *parser) subscript(d *ast.Decl) error {
+	if !p.tok.Is("[") {
+		return nil
+	}
+	if err := p.next(); err != nil {
+		return err
+	}
+	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
+		dim, err := p.cond()
+		if err != nil {
+			return err
+		}
+		d.Dim = dim
+		return p.expect("]")
+	}
+	err := p.list("]", func() error {
+		if !p.isType(p.tok) {
+			return p.syntaxError()
+		}
+		k, err := p.typeName()
+		if err != nil {
+			return err
+		}
+		d.Keys = append(d.Keys, k)
+		// An inline array names its keys.
+		if d.Inline {
+			if p.tok.Kind != lexer.Ident {
+				return p.syntaxError()
+			}
+			d.Params = append(d.Params, p.tok.Text)
+			return p.next()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if d.Keys == nil {
+		d.Keys = []*ast.TypeName{}
+	}
+	return nil
 }
 
 // declaratorStars reads past a comma between declarators and counts the
@@ -318,7 +342,7 @@ func (p *parser) xlate() (ast.Expr, error) {
 // or "enum NAME { A, B = 2 };".
 func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 	kind, name, _ := strings.Cut(d.Type.Name, " ")
-	if kind != "struct" && kind != "union" && kind != "enum" || name == "" && !d.Typedef {
+	if kind != "struct" && kind != "union" && kind != "enum" {
 		return nil, p.syntaxError()
 	}
 	// "typedef struct [tag] { ... } name_t;" is the definition, then a
@@ -344,6 +368,36 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
+	} else if p.tok.Kind == lexer.Ident {
+		// "struct [tag] { ... } x[5], y;": the definition, then variables
+		// of it. One without a tag gets one no name can spell.
+		if name == "" {
+			p.anon++
+			name = "<anon" + strconv.Itoa(p.anon) + ">"
+			def.Name = name
+		}
+		for {
+			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if err := p.subscript(v); err != nil {
+				return nil, err
+			}
+			p.pending = append(p.pending, v)
+			if !p.tok.Is(",") {
+				break
+			}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
+		}
+	} else if name == "" {
+		return nil, p.syntaxError()
 	}
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()

@@ -53,7 +53,8 @@ const (
 	FaultTupOflow                   // tuple stack overflow
 	FaultBadStack                   // bad stack
 	FaultBadSize                    // invalid size
-	FaultLibrary                    // library-level fault
+	FaultBadIndex                   // index out of bounds (Oracle's)
+	FaultLibrary   Fault = 1000     // library-level fault
 )
 
 var faultNames = map[Fault]string{
@@ -67,6 +68,7 @@ var faultNames = map[Fault]string{
 	FaultTupOflow:  "tuple stack overflow",
 	FaultBadStack:  "bad stack",
 	FaultBadSize:   "invalid size",
+	FaultBadIndex:  "index out of bounds",
 	FaultLibrary:   "library-level fault",
 }
 
@@ -104,6 +106,8 @@ func ProbeError(f ProbeFault) string {
 	switch f.Fault {
 	case FaultBadAddr, FaultBadAlign, FaultBadStack:
 		b.WriteString(" (0x" + strconv.FormatUint(f.Addr, 16) + ")")
+	case FaultBadIndex:
+		b.WriteString(" (" + strconv.FormatInt(int64(f.Addr), 10) + ")")
 	}
 	if f.Action == 0 {
 		b.WriteString(" in predicate")
