@@ -1,10 +1,12 @@
-// Package ksym turns kernel code addresses into symbols, as stack() and
-// func() print them: module`function+0xoffset, from /proc/kallsyms.
+// Package ksym turns kernel addresses into symbols, as stack(), func()
+// and printf's %a print them: module`function+0xoffset, from
+// /proc/kallsyms; and D's `name and module`name into addresses.
 package ksym
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +33,9 @@ func (s Symbol) String() string {
 	return s.Module + "`" + s.Func + "+0x" + strconv.FormatUint(s.Offset, 16)
 }
 
-// Table is the kernel's text symbols sorted by address.
+// Table is the kernel's symbols sorted by address: its text symbols, and
+// the data symbols kallsyms lists (all of them only on kernels built with
+// CONFIG_KALLSYMS_ALL).
 type Table struct {
 	addrs []uint64
 	funcs []string
@@ -67,18 +71,21 @@ func Kernel() (*Table, error) {
 	return loaded, loadErr
 }
 
-// Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Only
-// code symbols (types t, T, w, W) are kept; zero addresses, which mean
-// the addresses are hidden, are listed by Functions but not looked up.
+// Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Code
+// symbols (types t, T, w, W) and data ones (d, D, b, B, r, R, v, V) are
+// kept, the others (absolute, per-CPU offsets) not; zero addresses, which
+// mean the addresses are hidden, are listed by Functions but not looked up.
 func Parse(r io.Reader) (*Table, error) {
 	type sym struct {
 		addr   uint64
 		global bool
+		code   bool
 		order  int
 		fn     string
 		mod    string
 	}
 	var syms []sym
+	lowest := ^uint64(0)        // the lowest code address
 	mods := map[string]string{} // one string per module name
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -88,14 +95,20 @@ func Parse(r io.Reader) (*Table, error) {
 		if len(f) < 3 || len(f[1]) != 1 {
 			continue
 		}
+		code := false
 		switch f[1][0] {
 		case 't', 'T', 'w', 'W':
+			code = true
+		case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
 		default:
 			continue
 		}
 		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
+		}
+		if code && addr != 0 {
+			lowest = min(lowest, addr)
 		}
 		mod := "vmlinux"
 		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
@@ -107,21 +120,27 @@ func Parse(r io.Reader) (*Table, error) {
 				mod = name
 			}
 		}
-		syms = append(syms, sym{addr, f[1][0] == 'T' || f[1][0] == 'W', n, string(f[2]), mod})
+		global := f[1][0] >= 'A' && f[1][0] <= 'Z'
+		syms = append(syms, sym{addr, global, code, n, string(f[2]), mod})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	t := &Table{all: make([]Func, len(syms))}
-	for i, s := range syms {
-		t.all[i] = Func{s.fn, s.mod}
+	t := &Table{}
+	for _, s := range syms {
+		if s.code {
+			t.all = append(t.all, Func{s.fn, s.mod})
+		}
 	}
-	// At one address, a global name is preferred to a local alias, then
-	// the one listed first.
+	// At one address, code is preferred to data, a global name to a
+	// local alias, then the one listed first.
 	sort.Slice(syms, func(i, j int) bool {
 		a, b := syms[i], syms[j]
 		if a.addr != b.addr {
 			return a.addr < b.addr
+		}
+		if a.code != b.code {
+			return a.code
 		}
 		if a.global != b.global {
 			return a.global
@@ -130,7 +149,9 @@ func Parse(r io.Reader) (*Table, error) {
 	})
 	for i, s := range syms {
 		// Zero is a hidden address: the name is listed, not placed.
-		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr {
+		// Data below the kernel's code are per-CPU offsets, which
+		// would give small numbers names.
+		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr || !s.code && s.addr < lowest {
 			continue
 		}
 		t.addrs = append(t.addrs, s.addr)
@@ -211,3 +232,108 @@ func (t *Table) extents(keep func(name string) bool) map[string]Extent {
 	}
 	return out
 }
+
+// Named is a kernel symbol found by its name.
+type Named struct {
+	Module string // "vmlinux" for the kernel itself
+	Name   string
+	Addr   uint64
+	Code   bool // a function's (text) symbol, not data
+}
+
+// Names indexes kernel symbols by name, for D's `name and module`name.
+type Names map[string][]Named
+
+var kernelNames = sync.OnceValues(func() (Names, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseNames(bufio.NewReaderSize(f, 1<<20))
+})
+
+// KernelNames returns the running kernel's symbols by name, read once per
+// process and apart from Kernel's table, which is read later so that it
+// names the BPF programs loaded by then.
+func KernelNames() (Names, error) { return kernelNames() }
+
+// ParseNames reads kallsyms text as Parse does, indexing the code and data
+// symbols by name; zero (hidden) addresses are left out.
+func ParseNames(r io.Reader) (Names, error) {
+	names := Names{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 0; sc.Scan(); n++ {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 3 || len(f[1]) != 1 {
+			continue
+		}
+		code := false
+		switch f[1][0] {
+		case 't', 'T', 'w', 'W':
+			code = true
+		case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
+		default:
+			continue
+		}
+		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
+		}
+		if addr == 0 {
+			continue
+		}
+		mod := "vmlinux"
+		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
+			mod = string(f[3][1 : len(f[3])-1])
+		}
+		name := string(f[2])
+		names[name] = append(names[name], Named{Module: mod, Name: name, Addr: addr, Code: code})
+	}
+	return names, sc.Err()
+}
+
+// Find returns symbol name of module, or of any module when module is ""
+// (the kernel's own first, then modules in kallsyms order). A module
+// that has no symbols at all is reported as unknown.
+func (ns Names) Find(module, name string) (Named, error) {
+	list := ns[name]
+	if module == "" {
+		for _, s := range list {
+			if s.Module == "vmlinux" {
+				return s, nil
+			}
+		}
+		if len(list) > 0 {
+			return list[0], nil
+		}
+		return Named{}, ErrNoSymbol
+	}
+	for _, s := range list {
+		if s.Module == module {
+			return s, nil
+		}
+	}
+	if module != "vmlinux" && !ns.hasModule(module) {
+		return Named{}, ErrNoModule
+	}
+	return Named{}, ErrNoSymbol
+}
+
+func (ns Names) hasModule(module string) bool {
+	for _, list := range ns {
+		for _, s := range list {
+			if s.Module == module {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The errors of Find, worded as DTrace words them.
+var (
+	ErrNoSymbol = errors.New("Unknown symbol name")
+	ErrNoModule = errors.New("Unknown module name")
+)
