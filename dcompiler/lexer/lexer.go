@@ -276,7 +276,7 @@ func (l *Lexer) Next() (Token, error) {
 }
 
 // symbolAhead reports whether a backquote and a name follow: the scoping
-// mark of a kernel symbol (a user symbol's `` is not taken).
+// mark of a kernel symbol (a user symbol's two backquotes are not taken).
 func (l *Lexer) symbolAhead() bool {
 	return l.off+1 < len(l.src) && l.src[l.off] == '`' && isIdentStart(l.src[l.off+1])
 }
