@@ -241,13 +241,15 @@ type Named struct {
 	Code   bool // a function's (text) symbol, not data
 }
 
-// Names indexes kernel symbols by name, for D's `name and module`name.
-type Names map[string][]Named
+// Names is kallsyms text, searched by name for D's `name and module`name.
+// It is kept as text: a program names few symbols, and indexing all of
+// them would cost more than reading the file.
+type Names struct{ text []byte }
 
 var kernelNames = sync.OnceValues(func() (Names, error) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		return nil, err
+		return Names{}, err
 	}
 	defer f.Close()
 	return ParseNames(bufio.NewReaderSize(f, 1<<20))
@@ -258,78 +260,80 @@ var kernelNames = sync.OnceValues(func() (Names, error) {
 // names the BPF programs loaded by then.
 func KernelNames() (Names, error) { return kernelNames() }
 
-// ParseNames reads kallsyms text as Parse does, indexing the code and data
-// symbols by name; zero (hidden) addresses are left out.
+// ParseNames reads kallsyms text ("ADDRESS TYPE NAME [MODULE]" lines).
 func ParseNames(r io.Reader) (Names, error) {
-	names := Names{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 0; sc.Scan(); n++ {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) < 3 || len(f[1]) != 1 {
-			continue
-		}
-		code := false
-		switch f[1][0] {
-		case 't', 'T', 'w', 'W':
-			code = true
-		case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
-		default:
-			continue
-		}
-		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
-		}
-		if addr == 0 {
-			continue
-		}
-		mod := "vmlinux"
-		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
-			mod = string(f[3][1 : len(f[3])-1])
-		}
-		name := string(f[2])
-		names[name] = append(names[name], Named{Module: mod, Name: name, Addr: addr, Code: code})
-	}
-	return names, sc.Err()
+	text, err := io.ReadAll(r)
+	return Names{text}, err
 }
 
 // Find returns symbol name of module, or of any module when module is ""
-// (the kernel's own first, then modules in kallsyms order). A module
-// that has no symbols at all is reported as unknown.
+// (the kernel's own first, then the first module's). Code symbols (t, T,
+// w, W) and data ones (d, D, b, B, r, R, v, V) are found; hidden (zero)
+// addresses are not. A module that has no symbols is unknown.
 func (ns Names) Find(module, name string) (Named, error) {
-	list := ns[name]
-	if module == "" {
-		for _, s := range list {
-			if s.Module == "vmlinux" {
-				return s, nil
-			}
+	var first Named
+	found := false
+	for text := ns.text; ; {
+		// " name" ending the line or followed by the module.
+		i := bytes.Index(text, []byte(" "+name))
+		if i < 0 {
+			break
 		}
-		if len(list) > 0 {
-			return list[0], nil
+		end := i + 1 + len(name)
+		line := text[:end]
+		text = text[end:]
+		if len(text) > 0 && text[0] != '\n' && text[0] != '\t' {
+			continue
 		}
-		return Named{}, ErrNoSymbol
-	}
-	for _, s := range list {
-		if s.Module == module {
+		if nl := bytes.LastIndexByte(line, '\n'); nl >= 0 {
+			line = line[nl+1:]
+		}
+		s, ok := parseNamed(line, text)
+		if !ok || module != "" && s.Module != module {
+			continue
+		}
+		if s.Module == "vmlinux" || module != "" {
 			return s, nil
 		}
+		if !found {
+			first, found = s, true
+		}
 	}
-	if module != "vmlinux" && !ns.hasModule(module) {
+	if found {
+		return first, nil
+	}
+	if module != "" && module != "vmlinux" && !bytes.Contains(ns.text, []byte("\t["+module+"]")) {
 		return Named{}, ErrNoModule
 	}
 	return Named{}, ErrNoSymbol
 }
 
-func (ns Names) hasModule(module string) bool {
-	for _, list := range ns {
-		for _, s := range list {
-			if s.Module == module {
-				return true
-			}
+// parseNamed reads "ADDRESS TYPE NAME" in line and the "\t[MODULE]" that
+// may follow in rest.
+func parseNamed(line, rest []byte) (Named, bool) {
+	f := bytes.Fields(line)
+	if len(f) != 3 || len(f[1]) != 1 {
+		return Named{}, false
+	}
+	code := false
+	switch f[1][0] {
+	case 't', 'T', 'w', 'W':
+		code = true
+	case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
+	default:
+		return Named{}, false
+	}
+	addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+	if err != nil || addr == 0 {
+		return Named{}, false
+	}
+	mod := "vmlinux"
+	if len(rest) > 1 && rest[0] == '\t' && rest[1] == '[' {
+		if end := bytes.IndexByte(rest, ']'); end > 0 {
+			mod = string(rest[2:end])
 		}
 	}
-	return false
+	return Named{Module: mod, Name: string(f[2]), Addr: addr, Code: code}, true
 }
 
 // The errors of Find, worded as DTrace words them.
