@@ -148,6 +148,17 @@ type Ident struct {
 	Name string
 }
 
+// KSym is a kernel symbol, `name or module`name: a kernel variable (or
+// function), whose address &`name is.
+type KSym struct {
+	Pos    source.Pos
+	Module string // "" for any module
+	Name   string
+}
+
+// String spells the symbol as written.
+func (e *KSym) String() string { return e.Module + "`" + e.Name }
+
 // MacroVar is $1, $target, $$1 (Name without the leading '$').
 type MacroVar struct {
 	Pos  source.Pos
@@ -261,6 +272,7 @@ type Paren struct {
 
 func (e *IntLit) Start() source.Pos     { return e.Pos }
 func (e *StrLit) Start() source.Pos     { return e.Pos }
+func (e *KSym) Start() source.Pos       { return e.Pos }
 func (e *Ident) Start() source.Pos      { return e.Pos }
 func (e *MacroVar) Start() source.Pos   { return e.Pos }
 func (e *AggVar) Start() source.Pos     { return e.Pos }

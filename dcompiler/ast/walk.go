@@ -131,6 +131,9 @@ func Rewrite(e Expr, f func(Expr) Expr) Expr {
 	case *MacroVar:
 		n := *e
 		c = &n
+	case *KSym:
+		n := *e
+		c = &n
 	case *AggVar:
 		n := *e
 		c = &n

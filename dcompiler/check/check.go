@@ -68,6 +68,7 @@ type Info struct {
 	xlators      map[string][]*translator // by the name of the struct they build
 	argExprs     map[string]ast.Expr      // translated probe arguments, parsed
 	stackOK      map[*ast.Call]bool       // stack( ) calls where a stack may be
+	ksyms        map[string]*KSymbol      // kernel symbols named, as written
 }
 
 // Clause is a clause with its matched probes.

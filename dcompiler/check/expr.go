@@ -40,6 +40,8 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		return types.IntT, nil
 	case *ast.Ident:
 		return in.identType(e, env)
+	case *ast.KSym:
+		return in.ksymType(e)
 	case *ast.AggVar:
 		// An aggregation that was never assigned is an unknown name,
 		// as in dtrace; only "@a[...]" brings one into being.
@@ -448,6 +450,10 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return t, nil
 		}
 		return types.StringT(in.Opts.StrSize), nil
+	}
+	// &`name needs no type for `name: the address is known.
+	if x, ok := Unparen(e.X).(*ast.KSym); ok && e.Op == "&" {
+		return in.ksymAddrType(x)
 	}
 	t, err := in.TypeOf(e.X, env)
 	if err != nil {

@@ -41,6 +41,11 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		pg.emit(asm.LoadImm(asm.R0, v, asm.DWord))
 	case *ast.Ident:
 		return pg.ident(e, t)
+	case *ast.KSym:
+		if err := pg.ksymAddr(e); err != nil {
+			return err
+		}
+		return pg.readKernel(t)
 	case *ast.Unary:
 		return pg.unary(e, t)
 	case *ast.Postfix:
@@ -206,6 +211,8 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 		return pg.incdec(e.X, e.Op, false)
 	case "&":
 		switch x := check.Unparen(e.X).(type) {
+		case *ast.KSym:
+			return pg.ksymAddr(x)
 		case *ast.Unary:
 			if x.Op == "*" {
 				return pg.expr(x.X)

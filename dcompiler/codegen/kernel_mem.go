@@ -43,6 +43,17 @@ func (pg *probeGen) kernelAddr(e *ast.Member) error {
 	return nil
 }
 
+// ksymAddr leaves in R0 the address of kernel symbol e, from kallsyms
+// when the program was compiled.
+func (pg *probeGen) ksymAddr(e *ast.KSym) error {
+	s, err := pg.in.KSym(e)
+	if err != nil {
+		return err
+	}
+	pg.emit(asm.LoadImm(asm.R0, int64(s.Addr), asm.DWord))
+	return nil
+}
+
 // kernelMember loads an integer or pointer member of a kernel struct,
 // read safely from kernel memory: a bad address is a fault, as in DTrace.
 func (pg *probeGen) kernelMember(e *ast.Member, t *types.Type) error {

@@ -27,6 +27,7 @@ const (
 	ProbeDesc
 	Pragma // "#pragma D ..." line; Text holds what follows "#pragma"
 	Op     // operator or punctuation; Text holds it
+	Sym    // a kernel symbol: `name or module`name; Text holds it as written
 )
 
 // Token is one lexical token.
@@ -206,7 +207,12 @@ func (l *Lexer) Next() (Token, error) {
 		for l.off < len(l.src) && IsIdent(l.src[l.off]) {
 			l.off++
 		}
+		if l.symbolAhead() {
+			return l.symbol(start)
+		}
 		return tok(Ident, l.src[start:l.off])
+	case l.symbolAhead():
+		return l.symbol(start)
 	case c == '"':
 		s, err := l.quoted('"')
 		if err != nil {
@@ -268,6 +274,24 @@ func (l *Lexer) Next() (Token, error) {
 	l.off++
 	return Token{}, l.errorf(start, "invalid character %q", string(c))
 }
+
+// symbolAhead reports whether a backquote and a name follow: the scoping
+// mark of a kernel symbol (a user symbol's two backquotes are not taken).
+func (l *Lexer) symbolAhead() bool {
+	return l.off+1 < len(l.src) && l.src[l.off] == '`' && isIdentStart(l.src[l.off+1])
+}
+
+// symbol scans the rest of a kernel symbol begun at start, from its
+// backquote.
+func (l *Lexer) symbol(start int) (Token, error) {
+	l.off++
+	for l.off < len(l.src) && IsIdent(l.src[l.off]) {
+		l.off++
+	}
+	return Token{Kind: Sym, Pos: source.Pos(start), End: source.Pos(l.off), Text: l.src[start:l.off]}, nil
+}
+
+func isIdentStart(c byte) bool { return IsIdent(c) && (c < '0' || c > '9') }
 
 // number scans an integer constant: decimal, octal (leading 0) or hex, with
 // any of the u, l, ul, ll, ull suffixes in either case.

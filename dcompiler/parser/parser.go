@@ -1133,6 +1133,9 @@ func (p *parser) primary() (ast.Expr, error) {
 		x = &ast.StrLit{Pos: t.Pos, Val: t.Text}
 	case lexer.Ident:
 		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
+	case lexer.Sym:
+		mod, name, _ := strings.Cut(t.Text, "`")
+		x = &ast.KSym{Pos: t.Pos, Module: mod, Name: name}
 	case lexer.Macro:
 		x = &ast.MacroVar{Pos: t.Pos, Name: t.Text}
 		p.macros = append(p.macros, t.Text)

@@ -19,6 +19,8 @@ func render(e ast.Expr) string {
 		return e.Name
 	case *ast.MacroVar:
 		return "$" + e.Name
+	case *ast.KSym:
+		return e.String()
 	case *ast.AggVar:
 		return "@" + e.Name
 	case *ast.Paren:
@@ -85,6 +87,9 @@ func TestPrecedence(t *testing.T) {
 		{"(unsigned long long *)p", "((unsigned long long*)p)"},
 		{"xlate <psinfo_t *> (curthread)->pr_pid + 1", "(xlate<psinfo_t*>(curthread)->pr_pid + 1)"},
 		{"-xlate <struct s> (a, b).m", "(-xlate<struct s>((a , b)).m)"},
+		{"&`max_pfn + 1", "((&`max_pfn) + 1)"},
+		{"*&vmlinux`jiffies_64 != a`b", "((*(&vmlinux`jiffies_64)) != a`b)"},
+		{"x ? `a:`b", "(x ? `a : `b)"},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpr(source.NewFile("t", tt.in))
@@ -94,6 +99,31 @@ func TestPrecedence(t *testing.T) {
 		}
 		if got := render(x); got != tt.want {
 			t.Errorf("%s: got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestKernelSymbols: a backquote scopes a kernel symbol in expressions,
+// and stays part of the name in probe descriptions.
+func TestKernelSymbols(t *testing.T) {
+	src := "fbt:vmlinux`x:vfs_read:entry, profile-1 /&`max_pfn/ { trace(vmlinux`jiffies); }"
+	p, err := Parse(source.NewFile("t.d", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Clauses[0]
+	if len(c.Descs) != 2 || c.Descs[0].Text != "fbt:vmlinux`x:vfs_read:entry" || c.Descs[1].Text != "profile-1" {
+		t.Errorf("descs: %+v %+v", c.Descs[0], c.Descs[1])
+	}
+	if got := render(c.Pred); got != "(&`max_pfn)" {
+		t.Errorf("pred: %s", got)
+	}
+	if got := render(c.Body[0].(*ast.ExprStmt).X); got != "trace(vmlinux`jiffies)" {
+		t.Errorf("body: %s", got)
+	}
+	for _, bad := range []string{"``x", "a` b", "`1"} {
+		if _, err := ParseExpr(source.NewFile("t", bad)); err == nil {
+			t.Errorf("%s parsed", bad)
 		}
 	}
 }

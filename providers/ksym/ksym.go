@@ -1,10 +1,12 @@
-// Package ksym turns kernel code addresses into symbols, as stack() and
-// func() print them: module`function+0xoffset, from /proc/kallsyms.
+// Package ksym turns kernel addresses into symbols, as stack(), func()
+// and printf's %a print them: module`function+0xoffset, from
+// /proc/kallsyms; and D's `name and module`name into addresses.
 package ksym
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +33,9 @@ func (s Symbol) String() string {
 	return s.Module + "`" + s.Func + "+0x" + strconv.FormatUint(s.Offset, 16)
 }
 
-// Table is the kernel's text symbols sorted by address.
+// Table is the kernel's symbols sorted by address: its text symbols, and
+// the data symbols kallsyms lists (all of them only on kernels built with
+// CONFIG_KALLSYMS_ALL).
 type Table struct {
 	addrs []uint64
 	funcs []string
@@ -67,18 +71,21 @@ func Kernel() (*Table, error) {
 	return loaded, loadErr
 }
 
-// Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Only
-// code symbols (types t, T, w, W) are kept; zero addresses, which mean
-// the addresses are hidden, are listed by Functions but not looked up.
+// Parse reads kallsyms text: "ADDRESS TYPE NAME [MODULE]" lines. Code
+// symbols (types t, T, w, W) and data ones (d, D, b, B, r, R, v, V) are
+// kept, the others (absolute, per-CPU offsets) not; zero addresses, which
+// mean the addresses are hidden, are listed by Functions but not looked up.
 func Parse(r io.Reader) (*Table, error) {
 	type sym struct {
 		addr   uint64
 		global bool
+		code   bool
 		order  int
 		fn     string
 		mod    string
 	}
 	var syms []sym
+	lowest := ^uint64(0)        // the lowest code address
 	mods := map[string]string{} // one string per module name
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -88,14 +95,20 @@ func Parse(r io.Reader) (*Table, error) {
 		if len(f) < 3 || len(f[1]) != 1 {
 			continue
 		}
+		code := false
 		switch f[1][0] {
 		case 't', 'T', 'w', 'W':
+			code = true
+		case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
 		default:
 			continue
 		}
 		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: bad address %q", n+1, f[0])
+		}
+		if code && addr != 0 {
+			lowest = min(lowest, addr)
 		}
 		mod := "vmlinux"
 		if len(f) >= 4 && len(f[3]) > 2 && f[3][0] == '[' {
@@ -107,21 +120,27 @@ func Parse(r io.Reader) (*Table, error) {
 				mod = name
 			}
 		}
-		syms = append(syms, sym{addr, f[1][0] == 'T' || f[1][0] == 'W', n, string(f[2]), mod})
+		global := f[1][0] >= 'A' && f[1][0] <= 'Z'
+		syms = append(syms, sym{addr, global, code, n, string(f[2]), mod})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	t := &Table{all: make([]Func, len(syms))}
-	for i, s := range syms {
-		t.all[i] = Func{s.fn, s.mod}
+	t := &Table{}
+	for _, s := range syms {
+		if s.code {
+			t.all = append(t.all, Func{s.fn, s.mod})
+		}
 	}
-	// At one address, a global name is preferred to a local alias, then
-	// the one listed first.
+	// At one address, code is preferred to data, a global name to a
+	// local alias, then the one listed first.
 	sort.Slice(syms, func(i, j int) bool {
 		a, b := syms[i], syms[j]
 		if a.addr != b.addr {
 			return a.addr < b.addr
+		}
+		if a.code != b.code {
+			return a.code
 		}
 		if a.global != b.global {
 			return a.global
@@ -130,7 +149,9 @@ func Parse(r io.Reader) (*Table, error) {
 	})
 	for i, s := range syms {
 		// Zero is a hidden address: the name is listed, not placed.
-		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr {
+		// Data below the kernel's code are per-CPU offsets, which
+		// would give small numbers names.
+		if s.addr == 0 || i > 0 && syms[i-1].addr == s.addr || !s.code && s.addr < lowest {
 			continue
 		}
 		t.addrs = append(t.addrs, s.addr)
@@ -211,3 +232,112 @@ func (t *Table) extents(keep func(name string) bool) map[string]Extent {
 	}
 	return out
 }
+
+// Named is a kernel symbol found by its name.
+type Named struct {
+	Module string // "vmlinux" for the kernel itself
+	Name   string
+	Addr   uint64
+	Code   bool // a function's (text) symbol, not data
+}
+
+// Names is kallsyms text, searched by name for D's `name and module`name.
+// It is kept as text: a program names few symbols, and indexing all of
+// them would cost more than reading the file.
+type Names struct{ text []byte }
+
+var kernelNames = sync.OnceValues(func() (Names, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return Names{}, err
+	}
+	defer f.Close()
+	return ParseNames(bufio.NewReaderSize(f, 1<<20))
+})
+
+// KernelNames returns the running kernel's symbols by name, read once per
+// process and apart from Kernel's table, which is read later so that it
+// names the BPF programs loaded by then.
+func KernelNames() (Names, error) { return kernelNames() }
+
+// ParseNames reads kallsyms text ("ADDRESS TYPE NAME [MODULE]" lines).
+func ParseNames(r io.Reader) (Names, error) {
+	text, err := io.ReadAll(r)
+	return Names{text}, err
+}
+
+// Find returns symbol name of module, or of any module when module is ""
+// (the kernel's own first, then the first module's). Code symbols (t, T,
+// w, W) and data ones (d, D, b, B, r, R, v, V) are found; hidden (zero)
+// addresses are not. A module that has no symbols is unknown.
+func (ns Names) Find(module, name string) (Named, error) {
+	var first Named
+	found := false
+	for text := ns.text; ; {
+		// " name" ending the line or followed by the module.
+		i := bytes.Index(text, []byte(" "+name))
+		if i < 0 {
+			break
+		}
+		end := i + 1 + len(name)
+		line := text[:end]
+		text = text[end:]
+		if len(text) > 0 && text[0] != '\n' && text[0] != '\t' {
+			continue
+		}
+		if nl := bytes.LastIndexByte(line, '\n'); nl >= 0 {
+			line = line[nl+1:]
+		}
+		s, ok := parseNamed(line, text)
+		if !ok || module != "" && s.Module != module {
+			continue
+		}
+		if s.Module == "vmlinux" || module != "" {
+			return s, nil
+		}
+		if !found {
+			first, found = s, true
+		}
+	}
+	if found {
+		return first, nil
+	}
+	if module != "" && module != "vmlinux" && !bytes.Contains(ns.text, []byte("\t["+module+"]")) {
+		return Named{}, ErrNoModule
+	}
+	return Named{}, ErrNoSymbol
+}
+
+// parseNamed reads "ADDRESS TYPE NAME" in line and the "\t[MODULE]" that
+// may follow in rest.
+func parseNamed(line, rest []byte) (Named, bool) {
+	f := bytes.Fields(line)
+	if len(f) != 3 || len(f[1]) != 1 {
+		return Named{}, false
+	}
+	code := false
+	switch f[1][0] {
+	case 't', 'T', 'w', 'W':
+		code = true
+	case 'd', 'D', 'b', 'B', 'r', 'R', 'v', 'V':
+	default:
+		return Named{}, false
+	}
+	addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+	if err != nil || addr == 0 {
+		return Named{}, false
+	}
+	mod := "vmlinux"
+	if len(rest) > 1 && rest[0] == '\t' && rest[1] == '[' {
+		if end := bytes.IndexByte(rest, ']'); end > 0 {
+			mod = string(rest[2:end])
+		}
+	}
+	return Named{Module: mod, Name: string(f[2]), Addr: addr, Code: code}, true
+}
+
+// The errors of Find, worded as DTrace words them.
+var (
+	ErrNoSymbol = errors.New("Unknown symbol name")
+	ErrNoModule = errors.New("Unknown module name")
+)
