@@ -42,7 +42,13 @@ func TracingFrames(p *Probe) (program int, funcs []string) {
 		}
 		return 1, funcs
 	case ebpf.TracePoint:
-		return 0, []string{"__traceiter_" + p.Name, "perf_trace_" + p.Name, "perf_syscall_enter", "perf_syscall_exit"}
+		funcs = []string{"__traceiter_" + p.Name, "perf_trace_" + p.Name, "perf_syscall_enter", "perf_syscall_exit"}
+		if p.Module == "syscalls" {
+			// A system call's tracepoint hangs off sys_enter or sys_exit,
+			// whose iterator runs when another program is attached there.
+			funcs = append(funcs, "__traceiter_sys_enter", "__traceiter_sys_exit")
+		}
+		return 0, funcs
 	}
 	return 0, nil
 }

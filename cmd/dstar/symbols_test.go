@@ -106,6 +106,10 @@ func TestStackDepthTracing(t *testing.T) {
 		{"two handlers", `syscall::openat:entry` + clause + ` sdt:syscalls::sys_enter_openat /pid == $target/ { @n = count(); }`},
 		{"tp_btf", `rawtp:raw_syscalls::sys_enter` + clause},
 		{"tracepoint", `sdt:syscalls::sys_enter_openat` + clause},
+		// A second program on sys_enter puts its iterator,
+		// __traceiter_sys_enter, between the system call and the
+		// tracepoint's handler.
+		{"tracepoint beside sys_enter", `sdt:syscalls::sys_enter_openat` + clause + ` rawtp:raw_syscalls::sys_enter /pid == $target/ { @n = count(); }`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := dstar(t, 20*time.Second, "-q", "-c", "cat /dev/null", "-n", tc.script)
