@@ -82,19 +82,20 @@ func TestQuietAndExitStatus(t *testing.T) {
 
 func TestTickCount(t *testing.T) {
 	bpftest.Require(t)
-	// tick-100hz fires every 10 ms: the shortest time between two of its
-	// firings is 10 ms. (A loaded virtual machine can make a timer miss a
-	// firing, which makes longer gaps, and delays attaching, so neither
-	// the count in a second nor the mean gap is a fair test.)
-	r := dstar(t, 20*time.Second, "-q", "-n", `tick-100hz /last/ { @gap = min(timestamp - last); }
-		tick-100hz { last = timestamp; n++; }
-		tick-1s { printa("%@d", @gap); printf(" %d\n", n); exit(0); }`)
-	var gap, n int
-	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "%d %d", &gap, &n); err != nil || r.code != 0 || n < 20 {
+	// tick-100hz fires every 10 ms: most gaps between its firings are
+	// 10 ms. (A loaded virtual machine can make a timer miss a firing or
+	// fire late, which makes a longer gap and then a shorter one, and it
+	// delays attaching, so neither the count in a second nor the mean or
+	// shortest gap is a fair test.)
+	r := dstar(t, 20*time.Second, "-q", "-n", `tick-100hz /last/ { this->g = timestamp - last; @near = sum(this->g >= 9500000 && this->g <= 10500000); @all = count(); }
+		tick-100hz { last = timestamp; }
+		tick-1s { printa("%@d", @near); printa(" %@d\n", @all); exit(0); }`)
+	var near, all int
+	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "%d %d", &near, &all); err != nil || r.code != 0 || all < 20 {
 		t.Fatalf("stdout %q (exit %d, stderr %s)", r.stdout, r.code, r.stderr)
 	}
-	if gap < 9_500_000 || gap > 10_500_000 {
-		t.Errorf("tick-100hz fired %d ns apart at the closest (%d ticks), want 10 ms", gap, n)
+	if 2*near <= all {
+		t.Errorf("only %d of %d gaps between tick-100hz firings are 10 ms", near, all)
 	}
 }
 
