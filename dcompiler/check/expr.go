@@ -497,6 +497,10 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 				return &types.Type{Kind: types.Pointer, Size: 8, Name: at.Elem.Name + " *", Elem: at.Elem}, nil
 			}
 		}
+		if _, isVar := RefOf(e.X); isVar {
+			// D's variables live in maps, not at addresses.
+			return nil, in.errorf(e.Pos, "D_ADDROF_VAR", "cannot take address of dynamic variable")
+		}
 		m, ok := Unparen(e.X).(*ast.Member)
 		if !ok || isArgsMember(m) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
@@ -1482,12 +1486,15 @@ func (in *Info) MemberOffset(e *ast.Member, env *Env) (int, *types.Type, error) 
 	}
 	st := xt
 	if e.Arrow {
-		if xt.Kind != types.Pointer || xt.Elem == nil || xt.Elem.Kind != types.Struct {
-			return 0, nil, in.errorf(e.Pos, "D_OP_PTR", "operator -> must be applied to a pointer to a struct or union")
+		if xt.Kind != types.Pointer || xt.Elem == nil {
+			return 0, nil, in.errorf(e.Pos, "D_OP_PTR", "operator -> must be applied to a pointer")
+		}
+		if xt.Elem.Kind != types.Struct {
+			return 0, nil, in.errorf(e.Pos, "D_OP_SOU", "operator -> cannot be applied to pointer to type \"%s\"; must be applied to a struct or union pointer", xt.Elem)
 		}
 		st = xt.Elem
 	} else if xt.Kind != types.Struct {
-		return 0, nil, in.errorf(e.Pos, "D_OP_SOU", "operator . must be applied to a struct or union")
+		return 0, nil, in.errorf(e.Pos, "D_OP_SOU", "operator . cannot be applied to type \"%s\"; must be applied to a struct or union", xt)
 	}
 	off, mt, err := ktypes.Member(st, e.Name)
 	if err != nil {
