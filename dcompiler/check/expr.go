@@ -145,10 +145,28 @@ func literalType(e *ast.IntLit) *types.Type {
 	return types.UlongT
 }
 
+// baseTypeWords reports whether name is only C's integer and void type
+// words (float and double are types dstar lacks, not bad combinations).
+func baseTypeWords(name string) bool {
+	words := strings.Fields(name)
+	for _, w := range words {
+		switch w {
+		case "char", "short", "int", "long", "signed", "unsigned", "void":
+		default:
+			return false
+		}
+	}
+	return len(words) > 1
+}
+
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
 	t, err := types.Named(tn.Name)
 	if td, ok := in.typedefs[tn.Name]; ok {
 		t, err = td, nil
+	}
+	if err != nil && baseTypeWords(tn.Name) {
+		// "char int", "long short": C's type words that make no type.
+		return nil, in.errorf(tn.Pos, "D_DECL_COMBO", "invalid type combination")
 	}
 	if err != nil {
 		// Not one of D's own: one of the kernel's. DTrace's in6_addr_t
