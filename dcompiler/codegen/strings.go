@@ -109,6 +109,14 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if r, ok := check.RefOf(e); ok {
 			return pg.refStrInto(r, base, off, size)
 		}
+	case *ast.Assign:
+		// (x = s) as a string: the assignment, then x.
+		if r, ok := check.RefOf(e.LHS); ok && e.Op == "=" {
+			if err := pg.assign(e); err != nil {
+				return err
+			}
+			return pg.refStrInto(r, base, off, size)
+		}
 	}
 	return pg.errorf(e.Start(), "string expression is not supported here")
 }
