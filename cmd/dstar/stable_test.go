@@ -99,13 +99,16 @@ func TestProcLwp(t *testing.T) {
 	bpftest.Require(t)
 	// dstar itself is a Go program: its runtime starts threads before it
 	// prints its version. Each new thread is created (in its creator),
-	// starts (in itself) and exits, as does the main thread.
+	// starts (in itself) and exits, as does the main thread. The counts
+	// are read at END, once the process has gone: at proc:::exit, in its
+	// last thread, another thread's lwp-exit may not have fired yet.
 	r := dstar(t, 20*time.Second, "-q", "-c", dstarBin+" -V >/dev/null",
 		"-n", `proc:::lwp-create /pid == $target/ { c += args[0]->pr_lwpid != pid && args[1]->pr_pid == pid; }`,
 		"-n", `proc:::lwp-start /pid == $target/ { s += tid != pid; }`,
 		"-n", `proc:::lwp-exit /pid == $target/ { e++; }`,
-		"-n", `proc:::exit /pid == $target/ { printf("%d %d %d\n", c > 0, s == c, e == c + 1); }`)
-	if want := "1 1 1\n\n"; r.stdout != want || r.code != 0 {
+		"-n", `proc:::exit /pid == $target/ { x++; }`,
+		"-n", `END { printf("%d %d %d %d\n", c > 0, s == c, e == c + 1, x); }`)
+	if want := "1 1 1 1\n\n"; r.stdout != want || r.code != 0 {
 		t.Errorf("stdout %q, want %q (exit %d, stderr %s)", r.stdout, want, r.code, r.stderr)
 	}
 }
