@@ -53,11 +53,18 @@ type CPUPart struct {
 	Row *AggRow
 }
 
+// frozen says whether the aggregations are the values Disable read, not
+// the maps: END's clear( ) and trunc( ) still act on the maps, before
+// Disable reads them for the last time. e.stateMu must be held.
+func (e *Enabling) frozen() bool {
+	return e.closed || (e.disabled && e.last != nil)
+}
+
 // Snapshot reads every aggregation map and merges the per-CPU values. After
 // Disable it returns the values read then.
 func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	e.stateMu.Lock()
-	if e.closed || (e.disabled && e.last != nil) {
+	if e.frozen() {
 		last := e.last
 		e.stateMu.Unlock()
 		if last == nil {
@@ -310,7 +317,7 @@ func (e *Enabling) Clear(name string) error {
 		return fmt.Errorf("no aggregation @%s", name)
 	}
 	e.stateMu.Lock()
-	closed := e.closed || e.disabled
+	closed := e.frozen()
 	e.stateMu.Unlock()
 	if closed {
 		return e.clearLast(name)
@@ -371,7 +378,7 @@ func (e *Enabling) Trunc(name string, n int) error {
 		return fmt.Errorf("no aggregation @%s", name)
 	}
 	e.stateMu.Lock()
-	closed := e.closed || e.disabled
+	closed := e.frozen()
 	e.stateMu.Unlock()
 	if closed {
 		return e.truncLast(name, n)
