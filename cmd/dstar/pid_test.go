@@ -300,10 +300,10 @@ func TestPidOffset(t *testing.T) {
 	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { this->i = R_RDI; printf("%d %d %d %x\n", uregs[R_RAX], uregs[this->i], uregs[R_R0], uregs[R_PC] & 0xfff); }`, "-c", prog)
 	pc := fmt.Sprintf("%x", (fn.Value+5)&0xfff)
 	wantLines(t, r, "sum 284", "40 40 40 "+pc, "2 2 2 "+pc)
-	r = dstar(t, 20*time.Second, "-n", `syscall::getpid:entry { trace(uregs[R_PC]); }`)
-	if r.code != 1 || !strings.Contains(r.stderr, "uregs[ ] is not available on syscall:vmlinux:getpid:entry") {
-		t.Errorf("uregs on a syscall probe: exit %d, stderr %q", r.code, r.stderr)
-	}
+	// On other probes, uregs[] are the registers saved on entering the
+	// kernel: a system call's arguments, and a PC in the C library.
+	r = dstar(t, 20*time.Second, "-q", "-n", `syscall::write:entry /pid == $target/ { this->i = R_RDX; printf("%d %d %d\n", uregs[R_RDI] == arg0, uregs[this->i] == arg2, uregs[this->i + 1000]); @[umod(uregs[R_PC])] = count(); }`, "-c", prog)
+	wantLines(t, r, "sum 284", "1 1 0", "libc.so.6 1")
 	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:7 { }`, "-c", prog)
 	if r.code != 1 || !strings.Contains(r.stderr, "offset 0x7 is beyond the end of pidt_asm (7 bytes)") {
 		t.Errorf("offset past the end: exit %d, stderr %q", r.code, r.stderr)

@@ -1735,8 +1735,7 @@ func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 }
 
 // uregsIndex types uregs[i], a user register of the thread that fired the
-// probe: only probes whose context holds the user registers (pid) have
-// them.
+// probe.
 func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	if len(e.Keys) != 1 {
 		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "uregs[ ] takes one index")
@@ -1747,9 +1746,6 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	}
 	if !t.IsInt() {
 		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of uregs[ ] must be an integer")
-	}
-	if env.Probe != nil && !env.Probe.UserRegs {
-		return nil, in.errorf(e.Pos, "D_UNKNOWN", "uregs[ ] is not available on %s: only pid probes see the user registers in this version", env.Probe)
 	}
 	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= providers.NumUserRegs()) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)

@@ -694,31 +694,73 @@ func unparenMember(e ast.Expr) *ast.Member {
 	}
 }
 
-// uregs loads uregs[i], word i of the user registers that are the
-// program's context (the checker allows uregs only on such probes). A
-// context is read only at constant offsets, so a computed index picks
-// its word by comparison; an index out of range reads 0.
+// uregs loads uregs[i], word i of the user registers of the thread that
+// fired the probe. Where they are the program's context (pid probes) they
+// are read from it; elsewhere from the registers the thread saved on
+// entering the kernel (bpf_task_pt_regs), as DTrace's uregs[] reads them
+// on any probe. Both are read only at constant offsets, so a computed
+// index picks its word by comparison; an index out of range reads 0.
 func (pg *probeGen) uregs(e *ast.Index) error {
-	if !pg.probe.UserRegs {
-		return pg.errorf(e.Pos, "uregs[ ] is not available on %s", pg.probe)
-	}
 	n := providers.NumUserRegs()
-	if i, ok := pg.in.ConstInt(e.Keys[0]); ok {
-		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord))
+	if pg.probe.UserRegs {
+		if i, ok := pg.in.ConstInt(e.Keys[0]); ok {
+			pg.emit(asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord))
+			return nil
+		}
+		if err := pg.expr(e.Keys[0]); err != nil {
+			return err
+		}
+		done := pg.newLabel("uregs_done")
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R0, 0))
+		for i := 0; i < n; i++ {
+			next := pg.newLabel("uregs_next")
+			pg.emit(asm.JNE.Imm(asm.R1, int32(i), next),
+				asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord),
+				asm.Ja.Label(done))
+			pg.label(next)
+		}
+		pg.label(done)
 		return nil
 	}
-	if err := pg.expr(e.Keys[0]); err != nil {
+	// The saved registers are a BTF pointer, which takes only constant
+	// offsets: each index adds its own, then one read serves them all.
+	mark := pg.scratch
+	defer pg.releaseScratch(mark)
+	idx, constIdx := pg.in.ConstInt(e.Keys[0])
+	slot := 0
+	if !constIdx {
+		if err := pg.expr(e.Keys[0]); err != nil {
+			return err
+		}
+		slot = pg.allocScratch(8)
+		pg.emit(asm.StoreMem(regState, int16(slot), asm.R0, asm.DWord))
+	}
+	pg.call(asm.FnGetCurrentTaskBtf)
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+	pg.call(asm.FnTaskPtRegs)
+	read, zero, done := pg.newLabel("uregs_read"), pg.newLabel("uregs_zero"), pg.newLabel("uregs_done")
+	if constIdx {
+		pg.emit(asm.Add.Imm(asm.R0, int32(8*idx)))
+	} else {
+		pg.emit(asm.LoadMem(asm.R1, regState, int16(slot), asm.DWord))
+		for i := 0; i < n; i++ {
+			next := pg.newLabel("uregs_next")
+			pg.emit(asm.JNE.Imm(asm.R1, int32(i), next),
+				asm.Add.Imm(asm.R0, int32(8*i)),
+				asm.Ja.Label(read))
+			pg.label(next)
+		}
+		pg.emit(asm.Ja.Label(zero))
+	}
+	pg.label(read)
+	if err := pg.readKernel(types.Uint64T); err != nil {
 		return err
 	}
-	done := pg.newLabel("uregs_done")
-	pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R0, 0))
-	for i := 0; i < n; i++ {
-		next := pg.newLabel("uregs_next")
-		pg.emit(asm.JNE.Imm(asm.R1, int32(i), next),
-			asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord),
-			asm.Ja.Label(done))
-		pg.label(next)
+	if !constIdx {
+		pg.emit(asm.Ja.Label(done))
+		pg.label(zero)
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		pg.label(done)
 	}
-	pg.label(done)
 	return nil
 }
