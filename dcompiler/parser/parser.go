@@ -125,8 +125,8 @@ typ:
 		p.addTypedef(d.Name)
 	}
 	// "int x, *y;": more variables (or typedefs) of the base type, each
-	// with its own stars.
-	for p.tok.Is(",") && !d.Inline && d.Keys == nil {
+	// with its own stars and subscript ("int a[int], b[5];").
+	for p.tok.Is(",") && !d.Inline {
 		ptr, err := p.declaratorStars()
 		if err != nil {
 			return nil, err
@@ -135,7 +135,7 @@ typ:
 			return nil, p.syntaxError()
 		}
 		more := *d
-		more.Pos, more.Name, more.Dim = p.tok.Pos, p.tok.Text, nil
+		more.Pos, more.Name, more.Dim, more.Keys = p.tok.Pos, p.tok.Text, nil, nil
 		more.Type = &ast.TypeName{Pos: d.Type.Pos, Name: d.Type.Name, Ptr: ptr}
 		if more.Typedef {
 			p.addTypedef(more.Name)
