@@ -490,7 +490,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			}
 			return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires an operand of arithmetic type", e.Op)
 		}
-		return types.Promote(t), nil
+		// D keeps the operand's type, with no promotion to int.
+		return t, nil
 	case "&":
 		switch x := Unparen(e.X).(type) {
 		case *ast.Unary:
@@ -600,7 +601,7 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		}
 	}
 	if e.Op == "<<" || e.Op == ">>" {
-		return types.Promote(x), nil
+		return x, nil // the left operand's type, unpromoted, as in D
 	}
 	if e.Op == "-" && x.Kind == types.Pointer && y.Kind == types.Pointer {
 		return types.Int64T, nil // how many elements apart

@@ -108,8 +108,11 @@ func Promote(t *Type) *Type {
 	return t
 }
 
-// Arith returns the type of a binary arithmetic result under C's usual
-// arithmetic conversions.
+// Arith returns the type of a binary arithmetic result under D's usual
+// arithmetic conversions: the operand type of higher rank, ranked by size
+// with unsigned above signed. Unlike C, D promotes nothing to int first,
+// as the Dynamic Tracing Guide describes it and DTrace computes it (char
+// plus char is char, and wraps as one: Oracle's tst.cast-add-*).
 func Arith(a, b *Type) *Type {
 	if a.Kind == Pointer {
 		return a
@@ -117,7 +120,9 @@ func Arith(a, b *Type) *Type {
 	if b.Kind == Pointer {
 		return b
 	}
-	a, b = Promote(a), Promote(b)
+	if a.Kind != Int || b.Kind != Int {
+		a, b = Promote(a), Promote(b)
+	}
 	if a.Size != b.Size {
 		if a.Size > b.Size {
 			return a
