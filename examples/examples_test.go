@@ -101,6 +101,10 @@ func selfComm(t *testing.T) string {
 	return strings.TrimSpace(string(b))
 }
 
+// dropLine is how dstar reports events a script's handler did not keep up
+// with.
+var dropLine = regexp.MustCompile(`^dstar: \d+ events dropped: the script did not keep up$`)
+
 func TestMultiphase(t *testing.T) {
 	bpftest.Require(t)
 	load := exec.Command(os.Args[0])
@@ -124,8 +128,14 @@ func TestMultiphase(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	if errb.Len() != 0 {
-		t.Errorf("stderr:\n%s", errb.String())
+	// The script's handler runs as fast as the machine lets it: on a busy
+	// one it may fall behind and drop events, which dstar reports and the
+	// script counts. Anything else on stderr is a failure.
+	for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		if l != "" && !dropLine.MatchString(l) {
+			t.Errorf("stderr:\n%s", errb.String())
+			break
+		}
 	}
 	checkExpected(t, "multiphase", out.String(), map[string]string{
 		"PID":  strconv.Itoa(load.Process.Pid),
