@@ -80,8 +80,9 @@ func (e *Enabling) handle(raw []byte) {
 			text.WriteString(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 		case codegen.ActTrace:
 			ev.Kind = KindTrace
-			if d := act.Args[0]; s.opts.RawBytes && d.Type.IsString() {
-				// -x rawbytes: a string's bytes as stored, as dtrace dumps them.
+			if d := act.Args[0]; d.Type.Kind == types.Struct || s.opts.RawBytes && d.Type.IsString() {
+				// A struct's bytes, and with -x rawbytes a string's as
+				// stored, as dtrace dumps them.
 				text.WriteString(output.RawBytes(raw[d.Off : d.Off+min(d.Size, d.Type.Size)]))
 				break
 			}

@@ -82,10 +82,15 @@ func (in *Info) decls() error {
 					return err
 				}
 			}
-			if t.Kind == types.Void || t.Kind == types.Struct {
-				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void or struct object: %s", d.Name)
-			}
 			scope := map[string]Scope{"": ScopeGlobal, "self": ScopeThread, "this": ScopeClause}[d.Storage]
+			if t.Kind == types.Void {
+				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void object: %s", d.Name)
+			}
+			if t.Kind == types.Struct {
+				if err := in.structVarOK(d.Pos, d.Name, t, scope, d.Keys != nil); err != nil {
+					return err
+				}
+			}
 			if t.IsString() {
 				t = types.StringT(in.Opts.StrSize)
 			}

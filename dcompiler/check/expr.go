@@ -539,7 +539,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if t.Elem.Kind == types.Void {
 			return nil, in.errorf(e.Pos, "D_DEREF_VOID", "cannot dereference pointer to void")
 		}
-		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer {
+		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer && t.Elem.Kind != types.Struct {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "cannot dereference a pointer to %s yet", t.Elem.Name)
 		}
 		return t.Elem, nil
@@ -662,7 +662,7 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -1627,6 +1627,10 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 			return nil, false, nil
 		}
 		_, mt, err := in.KernelMember(x, env)
+		if _, _, inVar := in.StructRoot(x); inVar && err == nil && mt.Kind == types.Struct {
+			// A struct member of a struct variable takes a whole value.
+			return mt, true, nil
+		}
 		if err == nil && !mt.IsScalar() {
 			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
 		}

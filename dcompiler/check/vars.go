@@ -145,6 +145,11 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 	} else if t.Kind == types.Int && t.Size < 8 {
 		t = types.Promote(t)
 	}
+	if t.Kind == types.Struct {
+		if err := in.structVarOK(r.Pos, r.String(), t, r.Scope, r.Keys != nil); err != nil {
+			return nil, err
+		}
+	}
 	v := &Var{Name: r.Name, Scope: r.Scope, Type: t, Pos: r.Pos}
 	for i, k := range r.Keys {
 		kt, err := in.TypeOf(k, env)
