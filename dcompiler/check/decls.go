@@ -38,6 +38,9 @@ func (in *Info) decls() error {
 		}
 		t, err := in.typeName(d.Type)
 		if err != nil {
+			if ierr := in.incomplete(d.Type, d.Name); ierr != nil && !d.Typedef {
+				return ierr
+			}
 			return err
 		}
 		if in.defined(d.Name) {
@@ -282,8 +285,10 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		var err error
 		if m.Def != nil {
 			t, err = in.layout(m.Def)
-		} else {
-			t, err = in.typeName(m.Type)
+		} else if t, err = in.typeName(m.Type); err != nil {
+			if ierr := in.incomplete(m.Type, m.Name); ierr != nil {
+				return nil, ierr
+			}
 		}
 		if err != nil {
 			return nil, err

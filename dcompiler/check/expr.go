@@ -74,6 +74,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if t.IsString() != f.IsString() {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
 		}
+		if t.Kind == types.Struct || f.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator ?: on struct or union values is not supported yet")
+		}
 		if t.IsString() {
 			return types.StringT(max(t.Size, f.Size)), nil
 		}
@@ -96,8 +99,12 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if t.Kind == types.Struct {
 			return nil, in.errorf(e.Type.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
 		}
-		if _, err := in.TypeOf(e.X, env); err != nil {
+		xt, err := in.TypeOf(e.X, env)
+		if err != nil {
 			return nil, err
+		}
+		if xt.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
 	case *ast.SizeofType:
@@ -574,6 +581,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Struct || y.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
+		}
 		if x.IsString() != y.IsString() && !in.StringNullCompare(e) {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 		}
@@ -785,6 +795,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		}
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
+		}
+		if t.Kind == types.Struct {
+			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
 	}

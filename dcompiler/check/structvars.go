@@ -1,7 +1,11 @@
 package check
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
@@ -76,4 +80,24 @@ func (in *Info) structVar(r VarRef) (VarRef, *Var, bool) {
 		return VarRef{}, nil, false
 	}
 	return r, v, true
+}
+
+// structKey refuses a struct value as key #i of an associative array or
+// an aggregation: keys are kept as integers and strings.
+func (in *Info) structKey(k ast.Expr, t *types.Type, i int) error {
+	return in.errorf(k.Start(), "D_UNKNOWN", "%s expression may not be used as a key yet: key #%d", t, i+1)
+}
+
+// incomplete reports a struct, union or enum that is only named, neither
+// defined by the program nor the kernel's, used as the type of object
+// name: in C a forward declaration, which DTrace calls incomplete.
+func (in *Info) incomplete(tn *ast.TypeName, name string) error {
+	word, _, _ := strings.Cut(tn.Name, " ")
+	if tn.Ptr > 0 || word != "struct" && word != "union" && word != "enum" || in.typedefs[tn.Name] != nil {
+		return nil
+	}
+	if _, err := ktypes.Lookup(tn.Name); !errors.Is(err, ktypes.ErrUnknown) {
+		return nil
+	}
+	return in.errorf(tn.Pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", tn.Name, name)
 }

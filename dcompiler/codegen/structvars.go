@@ -161,31 +161,38 @@ func (pg *probeGen) varMemPtr(r check.VarRef, slot, n int) (skip string, err err
 }
 
 // assignStruct copies the struct value e.RHS stands for into e.LHS, a
-// struct variable or a struct member of one; R0 is left 0.
+// struct variable, a struct member of one, or an element of a global
+// array of structs; R0 is left 0.
 func (pg *probeGen) assignStruct(e *ast.Assign) error {
 	t, err := pg.typeOf(e.LHS)
 	if err != nil {
 		return err
 	}
-	r, _, ok := pg.in.StructRoot(e.LHS)
-	if !ok {
-		return pg.errorf(e.LHS.Start(), "operator = can assign a struct only to a variable or a member of one")
+	r, _, inVar := pg.in.StructRoot(e.LHS)
+	if v, _ := pg.arrayIndexOf(e.LHS); !inVar && v == nil {
+		return pg.errorf(e.LHS.Start(), "operator = can assign a struct only to a variable, a member of one or an element of a global array")
 	}
 	slots := pg.allocScratch(16) // the source's address, then the target's
 	if err := pg.structAddr(e.RHS); err != nil {
 		return err
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
-	if err := pg.ensureElem(r); err != nil {
-		return err
+	if inVar {
+		if err := pg.ensureElem(r); err != nil {
+			return err
+		}
 	}
 	if err := pg.structAddr(e.LHS); err != nil {
 		return err
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
-	skip, err := pg.varMemPtr(r, slots+8, t.Size)
-	if err != nil {
-		return err
+	skip := ""
+	if inVar {
+		if skip, err = pg.varMemPtr(r, slots+8, t.Size); err != nil {
+			return err
+		}
+	} else {
+		pg.memoryPtr(slots+8, t.Size) // an element of a global array
 	}
 	pg.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
 	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
