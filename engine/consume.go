@@ -172,6 +172,9 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 	if d.Type.Kind == types.Sym {
 		return symbol(b, d.Type)
 	}
+	if d.Type.Kind == types.Struct && d.Type.Size < len(b) {
+		b = b[:d.Type.Size] // without the record's padding
+	}
 	if d.Type.Kind == types.Void || d.Type.Kind == types.Struct || d.Type.Kind == types.Array || len(b) < 8 {
 		return printf.Str(string(b)) // raw bytes: tracemem's, or the value print( ) shows
 	}
