@@ -80,8 +80,9 @@ func (e *Enabling) handle(raw []byte) {
 			text.WriteString(act.Format.Sprint(nameAddresses(act.Format, vals, pid)))
 		case codegen.ActTrace:
 			ev.Kind = KindTrace
-			if d := act.Args[0]; s.opts.RawBytes && d.Type.IsString() {
-				// -x rawbytes: a string's bytes as stored, as dtrace dumps them.
+			if d := act.Args[0]; d.Type.Kind == types.Struct || s.opts.RawBytes && d.Type.IsString() {
+				// A struct's bytes, and with -x rawbytes a string's as
+				// stored, as dtrace dumps them.
 				text.WriteString(output.RawBytes(raw[d.Off : d.Off+min(d.Size, d.Type.Size)]))
 				break
 			}
@@ -170,6 +171,9 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 	}
 	if d.Type.Kind == types.Sym {
 		return symbol(b, d.Type)
+	}
+	if d.Type.Kind == types.Struct && d.Type.Size < len(b) {
+		b = b[:d.Type.Size] // without the record's padding
 	}
 	if d.Type.Kind == types.Void || d.Type.Kind == types.Struct || d.Type.Kind == types.Array || len(b) < 8 {
 		return printf.Str(string(b)) // raw bytes: tracemem's, or the value print( ) shows

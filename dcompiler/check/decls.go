@@ -38,6 +38,9 @@ func (in *Info) decls() error {
 		}
 		t, err := in.typeName(d.Type)
 		if err != nil {
+			if ierr := in.incomplete(d.Type, d.Name); ierr != nil && !d.Typedef {
+				return ierr
+			}
 			return err
 		}
 		if in.defined(d.Name) {
@@ -82,10 +85,15 @@ func (in *Info) decls() error {
 					return err
 				}
 			}
-			if t.Kind == types.Void || t.Kind == types.Struct {
-				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void or struct object: %s", d.Name)
-			}
 			scope := map[string]Scope{"": ScopeGlobal, "self": ScopeThread, "this": ScopeClause}[d.Storage]
+			if t.Kind == types.Void {
+				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void object: %s", d.Name)
+			}
+			if t.Kind == types.Struct {
+				if err := in.structVarOK(d.Pos, d.Name, t, scope, d.Keys != nil); err != nil {
+					return err
+				}
+			}
 			if t.IsString() {
 				t = types.StringT(in.Opts.StrSize)
 			}
@@ -277,8 +285,10 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		var err error
 		if m.Def != nil {
 			t, err = in.layout(m.Def)
-		} else {
-			t, err = in.typeName(m.Type)
+		} else if t, err = in.typeName(m.Type); err != nil {
+			if ierr := in.incomplete(m.Type, m.Name); ierr != nil {
+				return nil, ierr
+			}
 		}
 		if err != nil {
 			return nil, err

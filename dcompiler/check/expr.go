@@ -74,6 +74,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if t.IsString() != f.IsString() {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
 		}
+		if t.Kind == types.Struct || f.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator ?: on struct or union values is not supported yet")
+		}
 		if t.IsString() {
 			return types.StringT(max(t.Size, f.Size)), nil
 		}
@@ -96,8 +99,12 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if t.Kind == types.Struct {
 			return nil, in.errorf(e.Type.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
 		}
-		if _, err := in.TypeOf(e.X, env); err != nil {
+		xt, err := in.TypeOf(e.X, env)
+		if err != nil {
 			return nil, err
+		}
+		if xt.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
 	case *ast.SizeofType:
@@ -540,7 +547,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if t.Elem.Kind == types.Void {
 			return nil, in.errorf(e.Pos, "D_DEREF_VOID", "cannot dereference pointer to void")
 		}
-		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer {
+		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer && t.Elem.Kind != types.Struct {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "cannot dereference a pointer to %s yet", t.Elem.Name)
 		}
 		return t.Elem, nil
@@ -575,6 +582,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Struct || y.Kind == types.Struct {
+			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
+		}
 		if x.IsString() != y.IsString() && !in.StringNullCompare(e) {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 		}
@@ -663,7 +673,7 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -786,6 +796,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		}
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
+		}
+		if t.Kind == types.Struct {
+			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
 	}
@@ -1628,6 +1641,10 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 			return nil, false, nil
 		}
 		_, mt, err := in.KernelMember(x, env)
+		if _, _, inVar := in.StructRoot(x); inVar && err == nil && mt.Kind == types.Struct {
+			// A struct member of a struct variable takes a whole value.
+			return mt, true, nil
+		}
 		if err == nil && !mt.IsScalar() {
 			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
 		}

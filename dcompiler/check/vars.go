@@ -128,6 +128,9 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		if err != nil {
 			return err
 		}
+		if t.Kind == types.Struct {
+			return in.structKey(k, t, i)
+		}
 		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
 			return in.errorf(k.Start(), "D_PROTO_LEN", "%s[ ] argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", r.Name, i+1, v.Keys[i], t)
 		}
@@ -145,6 +148,11 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 	} else if t.Kind == types.Int && t.Size < 8 {
 		t = types.Promote(t)
 	}
+	if t.Kind == types.Struct {
+		if err := in.structVarOK(r.Pos, r.String(), t, r.Scope, r.Keys != nil); err != nil {
+			return nil, err
+		}
+	}
 	v := &Var{Name: r.Name, Scope: r.Scope, Type: t, Pos: r.Pos}
 	for i, k := range r.Keys {
 		kt, err := in.TypeOf(k, env)
@@ -153,6 +161,9 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 		}
 		if kt.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as associative array index: key #%d", i+1)
+		}
+		if kt.Kind == types.Struct {
+			return nil, in.structKey(k, kt, i)
 		}
 		if kt.IsString() {
 			kt = types.StringT(in.Opts.StrSize)

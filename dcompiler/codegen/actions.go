@@ -147,7 +147,7 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 				return nil, err
 			}
 			size := 8
-			if t.IsString() || t.Kind == types.Stack {
+			if t.IsString() || t.Kind == types.Stack || t.Kind == types.Struct {
 				size = align8(t.Size)
 			}
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: size, Type: t})
@@ -293,6 +293,10 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 			pg.stackInto(d.Type, regRecord, d.Off) // printf's %k
 		} else if d.Type.IsString() {
 			if err := pg.strInto(a, regRecord, d.Off, d.Type.Size); err != nil {
+				return err
+			}
+		} else if d.Type.Kind == types.Struct {
+			if err := pg.structInto(a, d.Type, regRecord, d.Off); err != nil {
 				return err
 			}
 		} else {

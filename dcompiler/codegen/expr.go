@@ -22,6 +22,12 @@ func (pg *probeGen) expr(e ast.Expr) error {
 	if t.IsString() {
 		return pg.errorf(e.Start(), "string value used where a scalar is required")
 	}
+	if t.Kind == types.Struct {
+		if a, ok := e.(*ast.Assign); ok {
+			return pg.assign(a)
+		}
+		return pg.errorf(e.Start(), "%s value used where a scalar is required", t)
+	}
 	if t.Kind == types.Void {
 		if call, ok := e.(*ast.Call); ok {
 			return pg.exprAny(call)
@@ -510,6 +516,9 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 // assign generates an assignment to a variable; R0 holds the value
 // assigned.
 func (pg *probeGen) assign(e *ast.Assign) error {
+	if lt, err := pg.typeOf(e.LHS); err == nil && lt.Kind == types.Struct {
+		return pg.assignStruct(e)
+	}
 	if v, ix := pg.arrayIndexOf(e.LHS); v != nil {
 		return pg.assignArrayElem(e, v, ix)
 	}

@@ -182,7 +182,9 @@ type gen struct {
 	scratchBase int
 	strtok      int // strtok( )'s string and position, after the clause-locals; 0 if unused
 	glSize      int
-	arraysOff   int          // where the fixed-size arrays start in the globals value
+	arraysOff   int // where the fixed-size arrays start in the globals value
+	zeroOff     int // zeroSize bytes of zeros in the globals value
+	zeroSize    int
 	file        *source.File // of the clause being generated
 	keyMax      int          // bytes of the largest aggregation key
 	valMax      int          // bytes of the largest aggregation value
@@ -198,7 +200,7 @@ func (g *gen) errorf(p source.Pos, format string, args ...any) error {
 func (g *gen) layoutVars() {
 	g.vars = map[check.Scope]map[string]*Var{check.ScopeGlobal: {}, check.ScopeThread: {}, check.ScopeClause: {}}
 	valSize := func(v *check.Var) int {
-		if v.Type.IsString() {
+		if v.Type.IsString() || v.Type.Kind == types.Struct {
 			return align8(v.Type.Size)
 		}
 		return 8
@@ -211,7 +213,9 @@ func (g *gen) layoutVars() {
 		case v.Keys != nil:
 			gv.Map = "assoc_" + v.Name
 			gv.Keys, gv.KeySize = keyLayout(v.Keys)
-		case v.Type.Kind == types.Array:
+		case v.Type.Kind == types.Array || v.Type.Kind == types.Struct:
+			// A struct's members may be stored through &x.m, as an
+			// array's elements through &a[i].
 			arrays = append(arrays, gv)
 		default:
 			gv.Off = gl
@@ -220,6 +224,16 @@ func (g *gen) layoutVars() {
 		g.vars[check.ScopeGlobal][v.Name] = gv
 		g.out.Globals = append(g.out.Globals, gv)
 	}
+	// Zeros for a thread-local struct a thread has not assigned: its
+	// members read from here. Before the arrays, where no pointer
+	// store reaches.
+	g.zeroOff = gl
+	for _, v := range g.in.Threads {
+		if v.Type.Kind == types.Struct {
+			g.zeroSize = max(g.zeroSize, align8(v.Type.Size))
+		}
+	}
+	gl += g.zeroSize
 	// The fixed-size arrays come last, together: stores through a
 	// pointer may go anywhere in [arrays, glSize).
 	g.arraysOff = gl
@@ -327,7 +341,7 @@ func (g *gen) maps(stateSize int) {
 				continue
 			}
 			val := 8
-			if v.Type.IsString() {
+			if v.Type.IsString() || v.Type.Kind == types.Struct {
 				val = align8(v.Type.Size)
 			}
 			g.out.Maps[v.Map] = &ebpf.MapSpec{

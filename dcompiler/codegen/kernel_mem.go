@@ -7,8 +7,8 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
-// kernelAddr leaves in R0 the address of a kernel struct member: for
-// x->m the pointer x plus m's offset, for x.m the address of x plus it.
+// kernelAddr leaves in R0 the address of a struct member: for x->m the
+// pointer x plus m's offset, for x.m the address of x plus it.
 func (pg *probeGen) kernelAddr(e *ast.Member) error {
 	off, _, err := pg.in.MemberOffset(e, pg.env)
 	if err != nil {
@@ -18,24 +18,8 @@ func (pg *probeGen) kernelAddr(e *ast.Member) error {
 		if err := pg.expr(e.X); err != nil {
 			return err
 		}
-	} else {
-		if v, ix := pg.arrayIndexOf(e.X); v != nil {
-			// a[i].m of an array of structs: checked, as a[i] is.
-			if err := pg.arrayAddr(v, ix.Keys[0], true); err != nil {
-				return err
-			}
-			if off != 0 {
-				pg.emit(asm.Add.Imm(asm.R0, int32(off)))
-			}
-			return nil
-		}
-		inner, ok := e.X.(*ast.Member)
-		if !ok {
-			return pg.errorf(e.Pos, "operator . applies here only to a member of a kernel struct")
-		}
-		if err := pg.kernelAddr(inner); err != nil {
-			return err
-		}
+	} else if err := pg.structAddr(e.X); err != nil {
+		return err
 	}
 	if off != 0 {
 		pg.emit(asm.Add.Imm(asm.R0, int32(off)))

@@ -983,7 +983,8 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	if err != nil {
 		return err
 	}
-	if _, _, alloca := pg.allocaRange(); !alloca && pg.arraysOff == pg.glSize {
+	root, _, inVar := pg.in.StructRoot(e.LHS)
+	if _, _, alloca := pg.allocaRange(); !inVar && !alloca && pg.arraysOff == pg.glSize {
 		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause or a global array")
 	}
 	size := t.Size
@@ -991,10 +992,30 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		size = 8
 	}
 	slots := pg.allocScratch(16) // the value, then the address
+	// A member of a struct variable is written in place, checked to be
+	// inside the variable; anything else is memory from alloca( ) or
+	// the global arrays.
+	var skips []string // where a thread-local's missing element skips to
+	ptr := func() error {
+		if !inVar {
+			pg.memoryPtr(slots+8, size)
+			return nil
+		}
+		skip, err := pg.varMemPtr(root, slots+8, size)
+		if skip != "" {
+			skips = append(skips, skip)
+		}
+		return err
+	}
 	if err := pg.expr(e.RHS); err != nil {
 		return err
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
+	if inVar {
+		if err := pg.ensureElem(root); err != nil {
+			return err
+		}
+	}
 	switch x := check.Unparen(e.LHS).(type) {
 	case *ast.Member:
 		err = pg.kernelAddr(x)
@@ -1011,7 +1032,9 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		return err
 	}
 	pg.emit(asm.StoreMem(regState, int16(slots+8), asm.R0, asm.DWord))
-	pg.memoryPtr(slots+8, size)
+	if err := ptr(); err != nil {
+		return err
+	}
 	if e.Op != "=" {
 		// v op= x: the old value, then the operation, kept in the slot.
 		pg.emit(asm.LoadMem(asm.R0, asm.R1, 0, sizeOf(size)))
@@ -1028,10 +1051,20 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 			return err
 		}
 		pg.emit(asm.StoreMem(regState, int16(slots), asm.R0, asm.DWord))
-		pg.memoryPtr(slots+8, size)
+		if err := ptr(); err != nil {
+			return err
+		}
 	}
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
 	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
+	if len(skips) > 0 {
+		done := pg.newLabel("store_done")
+		pg.emit(asm.Ja.Label(done))
+		for _, l := range skips {
+			pg.label(l)
+		}
+		pg.label(done)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@
 package ktypes
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,9 @@ var kernel = providers.KernelBTF
 // Lookup returns the D type of a kernel type name: "struct task_struct",
 // "union X", or a typedef. Integers keep their size and sign; structs and
 // unions become types.Struct.
+// ErrUnknown is Lookup's error for a name the kernel's BTF does not have.
+var ErrUnknown = errors.New("unknown type")
+
 func Lookup(name string) (*types.Type, error) {
 	spec, err := kernel()
 	if err != nil {
@@ -45,7 +49,7 @@ func Lookup(name string) (*types.Type, error) {
 		t = td
 	}
 	if err != nil {
-		return nil, fmt.Errorf("unknown type %s", name)
+		return nil, fmt.Errorf("%w %s", ErrUnknown, name)
 	}
 	return FromBTF(t), nil
 }
