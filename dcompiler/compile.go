@@ -14,6 +14,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/parser"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/providers"
@@ -70,7 +71,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	}
 	for _, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
-		t, err := parser.ParseKnown(f, typedefs)
+		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
 			return nil, err
 		}
@@ -148,8 +149,15 @@ func (p *Program) MatchedIn(f *source.File) int {
 // compilation, so they must be known before it.
 func PragmaOptions(files []*source.File) map[string]string {
 	opts := map[string]string{}
+	// The files parse as Compile parses them: knowing the D library's
+	// typedefs (psinfo_t) and the kernel's (u32).
+	typedefs := map[string]bool{}
+	lib, _ := library(nil)
+	for _, f := range lib {
+		parser.ParseKnown(f, typedefs, nil)
+	}
 	for _, f := range files {
-		t, err := parser.Parse(f)
+		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
 			continue
 		}
@@ -160,4 +168,12 @@ func PragmaOptions(files []*source.File) map[string]string {
 		}
 	}
 	return opts
+}
+
+// kernelTypedef says whether name is one of the kernel's typedefs, which
+// D programs use as types (u32, bool, dev_t), as DTrace knows them from
+// the kernel's type data.
+func kernelTypedef(name string) bool {
+	_, err := ktypes.Lookup(name)
+	return err == nil
 }

@@ -15,13 +15,15 @@ import (
 )
 
 // Parse parses a whole D program.
-func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil) }
+func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil, nil) }
 
 // ParseKnown parses a whole D program whose typedef names may include
 // those of typedefs (the names of files parsed before it, such as the
 // library's psinfo_t); the typedefs f declares are added to it.
-func ParseKnown(f *source.File, typedefs map[string]bool) (*ast.Program, error) {
-	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs}
+// kernelType, when not nil, says whether a name is one of the kernel's
+// typedefs (u32, bool, dev_t), which D programs use as types too.
+func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string) bool) (*ast.Program, error) {
+	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType}
 	prog, err := p.program()
 	if err != nil {
 		return nil, err
@@ -55,6 +57,9 @@ type parser struct {
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
 	macros   []string        // macro variables named so far
+	// kernelType says whether a name is a kernel typedef. It is asked only
+	// where a type would stand, since answering loads the kernel's BTF.
+	kernelType func(string) bool
 }
 
 // startsDecl reports whether a top-level word begins a declaration rather
@@ -90,7 +95,7 @@ func (p *parser) decl() (*ast.Decl, error) {
 		}
 	}
 typ:
-	if !p.isType(p.tok) {
+	if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
 		return nil, p.syntaxError()
 	}
 	tn, err := p.typeName()
@@ -441,7 +446,7 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 			}
 			continue
 		}
-		if !p.isType(p.tok) {
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
 			return nil, p.syntaxError()
 		}
 		mt, err := p.typeName()
@@ -507,6 +512,67 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 func (p *parser) isType(t lexer.Token) bool {
 	return t.Kind == lexer.Ident && (typeWords[t.Text] || p.typedefs[t.Text])
 }
+
+// kernelTypeAt reports whether the current token is a kernel typedef's
+// name in a place shaped for a type: where a declaration's type stands
+// (followed by a name or a star), or in parentheses, as a cast or sizeof
+// has it ("(u32)x", "(dev_t *)p"). A parenthesised name with no star is a
+// cast only when an operand or a + - * & follows: "(x) == 1" is not asked
+// about. A name found is a type for the rest of the parse. The scan
+// position is left as it was.
+func (p *parser) kernelTypeAt(shape typeShape) bool {
+	t := p.tok
+	if t.Kind != lexer.Ident || p.kernelType == nil || p.isType(t) {
+		return false
+	}
+	save := p.lx.Offset()
+	defer func() { p.lx.Reset(save); p.tok = t }()
+	if p.next() != nil {
+		return false
+	}
+	switch shape {
+	case declShape:
+		if p.tok.Kind != lexer.Ident && !p.tok.Is("*") {
+			return false
+		}
+	default:
+		stars := 0
+		for ; p.tok.Is("*"); stars++ {
+			if p.next() != nil {
+				return false
+			}
+		}
+		if !p.tok.Is(")") {
+			return false
+		}
+		if shape == castShape && stars == 0 {
+			if p.next() != nil {
+				return false
+			}
+			switch p.tok.Kind {
+			case lexer.Ident, lexer.Int, lexer.String, lexer.Macro:
+			default:
+				if !p.tok.Is("(") && !p.tok.Is("-") && !p.tok.Is("+") && !p.tok.Is("*") && !p.tok.Is("&") && !p.tok.Is("~") && !p.tok.Is("!") {
+					return false
+				}
+			}
+		}
+	}
+	if !p.kernelType(t.Text) {
+		return false
+	}
+	p.addTypedef(t.Text)
+	return true
+}
+
+// typeShape is where kernelTypeAt looks for a type.
+type typeShape int
+
+const (
+	declShape   typeShape = iota // TYPE name, TYPE *name
+	castShape                    // (TYPE) x, (TYPE *) x
+	sizeofShape                  // sizeof (TYPE), sizeof (TYPE *)
+)
 
 // endsPredicate reports whether the current '/' closes a predicate: it does
 // when what follows cannot continue an expression (as DTrace's lexer decides).
@@ -882,7 +948,7 @@ func (p *parser) unary() (ast.Expr, error) {
 			if err := p.next(); err != nil {
 				return nil, err
 			}
-			if p.isType(p.tok) {
+			if p.isType(p.tok) || p.kernelTypeAt(castShape) {
 				tn, err := p.typeName()
 				if err != nil {
 					return nil, err
@@ -926,7 +992,7 @@ func (p *parser) sizeof() (ast.Expr, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-		if p.isType(p.tok) {
+		if p.isType(p.tok) || p.kernelTypeAt(sizeofShape) {
 			tn, err := p.typeName()
 			if err != nil {
 				return nil, err
