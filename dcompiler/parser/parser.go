@@ -565,6 +565,20 @@ func (p *parser) kernelTypeAt(shape typeShape) bool {
 	return true
 }
 
+// kernelTypeDecl reports whether the top-level word t begins a
+// declaration of a kernel typedef's type ("u32 x;"): a probe description
+// is never followed by a name or a star. The scan position is left after
+// t, as NextOuter left it.
+func (p *parser) kernelTypeDecl(t lexer.Token) bool {
+	after := p.lx.Offset()
+	defer p.lx.Reset(after)
+	p.lx.Reset(int(t.Pos))
+	if p.next() != nil || p.tok.Text != t.Text {
+		return false
+	}
+	return p.kernelTypeAt(declShape)
+}
+
 // typeShape is where kernelTypeAt looks for a type.
 type typeShape int
 
@@ -632,7 +646,7 @@ func (p *parser) program() (*ast.Program, error) {
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
-		case t.Kind == lexer.ProbeDesc && p.startsDecl(t.Text):
+		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
 				return nil, err
