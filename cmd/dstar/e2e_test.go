@@ -586,6 +586,33 @@ func TestInetNtop(t *testing.T) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// TestBigRecord runs a clause whose record is over 32K, past what an
+// instruction's 16-bit offset reaches: 150 printfs of a string and a
+// number each, and a fault after them that discards the record.
+func TestBigRecord(t *testing.T) {
+	bpftest.Require(t)
+	var b strings.Builder
+	b.WriteString("BEGIN {\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "\tprintf(\"%%s %%d\\n\", strjoin(\"a\", \"b\"), %d);\n", i)
+	}
+	b.WriteString("}\nBEGIN /n++ == 0/ {\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "\tprintf(\"%%s %%d\\n\", \"c\", %d);\n", i)
+	}
+	b.WriteString("\tprintf(\"%s\\n\", copyinstr(0));\n}\nBEGIN { exit(0); }\n")
+	script := filepath.Join(t.TempDir(), "big.d")
+	os.WriteFile(script, []byte(b.String()), 0o644)
+	r := dstar(t, 30*time.Second, "-q", "-s", script)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 150 || lines[0] != "ab 0" || lines[149] != "ab 149" {
+		t.Fatalf("exit %d, %d lines, stdout ends %q\nstderr: %s", r.code, len(lines), lines[len(lines)-1], r.stderr)
+	}
+	if !strings.Contains(r.stderr, "invalid address (0x0) in action #151") {
+		t.Errorf("stderr %q, want the second clause's fault", r.stderr)
+	}
+}
+
 // TestPrint prints a script-defined struct the target writes, in DTrace's
 // layout: the address, then one member to a line, zero members left out,
 // char arrays up to their NUL, enums by name.

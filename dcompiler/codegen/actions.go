@@ -233,7 +233,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 			return err
 		}
 		addr, val := act.Args[0], act.Args[1]
-		pg.emit(asm.StoreMem(regRecord, int16(addr.Off), asm.R0, asm.DWord))
+		off, back := pg.recWindow(addr.Off, 8)
+		pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
+		back()
 		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
 		pg.addrOf(asm.R1, regRecord, val.Off)
 		pg.emit(asm.Mov.Imm(asm.R2, int32(val.Size)))
@@ -241,11 +243,15 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		return nil
 	}
 	if call.Fn == "stack" || call.Fn == "ustack" {
-		pg.stackInto(act.Args[0].Type, regRecord, act.Args[0].Off)
+		off, back := pg.recWindow(act.Args[0].Off, act.Args[0].Size)
+		pg.stackInto(act.Args[0].Type, regRecord, off)
+		back()
 		return nil
 	}
 	if check.SymFuncs[call.Fn] != "" {
-		return pg.symInto(act.Args[0].Type, call, regRecord, act.Args[0].Off)
+		off, back := pg.recWindow(act.Args[0].Off, act.Args[0].Size)
+		defer back()
+		return pg.symInto(act.Args[0].Type, call, regRecord, off)
 	}
 	if call.Fn == "tracemem" {
 		// Kernel memory, or the process's when that fails.
@@ -273,7 +279,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 			if err := pg.expr(call.Args[2]); err != nil {
 				return err
 			}
-			pg.emit(asm.StoreMem(regRecord, int16(act.Args[1].Off), asm.R0, asm.DWord))
+			off, back := pg.recWindow(act.Args[1].Off, 8)
+			pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
+			back()
 		}
 		return nil
 	}
@@ -290,20 +298,28 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		d := act.Args[i]
 		mark := pg.scratch
 		if d.Type.Kind == types.Stack {
-			pg.stackInto(d.Type, regRecord, d.Off) // printf's %k
+			off, back := pg.recWindow(d.Off, d.Size)
+			pg.stackInto(d.Type, regRecord, off) // printf's %k
+			back()
 		} else if d.Type.IsString() {
-			if err := pg.strInto(a, regRecord, d.Off, d.Type.Size); err != nil {
+			off, back := pg.recWindow(d.Off, d.Type.Size)
+			if err := pg.strInto(a, regRecord, off, d.Type.Size); err != nil {
 				return err
 			}
+			back()
 		} else if d.Type.Kind == types.Struct {
-			if err := pg.structInto(a, d.Type, regRecord, d.Off); err != nil {
+			off, back := pg.recWindow(d.Off, d.Size)
+			if err := pg.structInto(a, d.Type, regRecord, off); err != nil {
 				return err
 			}
+			back()
 		} else {
 			if err := pg.expr(a); err != nil {
 				return err
 			}
-			pg.emit(asm.StoreMem(regRecord, int16(d.Off), asm.R0, asm.DWord))
+			off, back := pg.recWindow(d.Off, 8)
+			pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
+			back()
 		}
 		// The argument is in the record now: the scratch its temporaries
 		// took serves the next one, unless something in it lives on.

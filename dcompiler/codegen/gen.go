@@ -9,6 +9,7 @@ package codegen
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/dstar-trace/dstar/dcompiler/types"
 
@@ -110,11 +111,13 @@ const (
 	regState  = asm.R9
 )
 
-// Stack layout: fp-8 holds a zero u32 key; temporaries below it.
+// Stack layout: fp-8 holds a zero u32 key; temporaries below it; below
+// them, the clause's record pointer as reserved.
 const (
-	stackKey   = -8
-	stackTemps = -16
-	maxTemps   = 56
+	stackKey    = -8
+	stackTemps  = -16
+	maxTemps    = 56
+	stackRecord = stackTemps - 8*maxTemps
 )
 
 // Generate generates code for in.
@@ -380,6 +383,7 @@ type probeGen struct {
 	actions     int      // actions so far in the current clause
 	record      *Record
 	recOff      int    // next free byte in the record
+	recMoved    bool   // recWindow has moved regRecord in the current clause
 	fault       string // where a fault in the current clause jumps
 	lastLabel   string // made by labelNext
 	raised      map[string]bool
@@ -597,6 +601,9 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	}
 	if pg.raised[bfault] {
 		pg.label(bfault)
+		if pg.recMoved {
+			pg.emit(asm.LoadMem(regRecord, asm.RFP, stackRecord, asm.DWord))
+		}
 		pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, 0))
 		pg.call(asm.FnRingbufDiscard)
 	}
@@ -606,6 +613,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	}
 	pg.label(end)
 	pg.record = nil
+	pg.recMoved = false
 	pg.scratchUsed = max(pg.scratchUsed, pg.scratch+pg.keyMax+pg.valMax)
 	return nil
 }
@@ -638,7 +646,24 @@ func (pg *probeGen) reserveRecord(size int, epid int64, end string) {
 	pg.emit(asm.Ja.Label(end))
 	pg.label(ok)
 	pg.emit(asm.Mov.Reg(regRecord, asm.R0))
+	if size > math.MaxInt16 {
+		// Kept for recWindow, which moves regRecord through the record.
+		pg.emit(asm.StoreMem(asm.RFP, stackRecord, regRecord, asm.DWord))
+	}
 	pg.header(epid)
+}
+
+// recWindow makes the size bytes at off in the record reachable by an
+// instruction's 16-bit offset: past 32K, regRecord moves to off. It
+// returns the offset to use from regRecord, and what puts it back. A fault
+// in between finds it put back by the clause's fault handler.
+func (pg *probeGen) recWindow(off, size int) (int, func()) {
+	if off+size <= math.MaxInt16 {
+		return off, func() {}
+	}
+	pg.recMoved = true
+	pg.emit(asm.Add.Imm(regRecord, int32(off)))
+	return 0, func() { pg.emit(asm.LoadMem(regRecord, asm.RFP, stackRecord, asm.DWord)) }
 }
 
 // header writes a record header at R7.
