@@ -615,8 +615,16 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.record = nil
 	pg.recMoved = false
 	pg.scratchUsed = max(pg.scratchUsed, pg.scratch+pg.keyMax+pg.valMax)
+	if need := pg.scratchBase + pg.scratchUsed; need > maxState {
+		// The kernel refuses a larger per-CPU value with E2BIG.
+		return pg.errorf(cl.Pos, "%s needs %d bytes of per-CPU scratch space, more than the %d the kernel allows: lower strsize (%d)", pg.probe, need, maxState, pg.opts.StrSize)
+	}
 	return nil
 }
+
+// maxState is the largest per-CPU map value the kernel allocates
+// (PCPU_MIN_UNIT_SIZE): the state, with its scratch space, must fit.
+const maxState = 32 << 10
 
 func hasExit(r *Record) bool {
 	for _, a := range r.Actions {
