@@ -586,6 +586,41 @@ func TestInetNtop(t *testing.T) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// TestLongJumps runs clauses of over 32K instructions (500 statements
+// of about 70), whose jumps to their end and to their fault handler reach
+// past a jump's 16-bit offset: the first is skipped by its predicate, the
+// second faults at its start, the third runs.
+func TestLongJumps(t *testing.T) {
+	bpftest.Require(t)
+	var b strings.Builder
+	body := func() {
+		for i := range 500 {
+			fmt.Fprintf(&b, "\ta[%d] = %d; n += a[%d] + (unsigned char)a[%d];\n", i%10, i, i%10, i%10)
+		}
+	}
+	b.WriteString("int a[int];\nBEGIN /n != 0/ {\n")
+	body()
+	b.WriteString("}\nBEGIN {\n\ttrace(copyinstr(0));\n")
+	body()
+	b.WriteString("}\nBEGIN {\n")
+	body()
+	b.WriteString("\tprintf(\"%d\\n\", n);\n\texit(0);\n}\n")
+	script := filepath.Join(t.TempDir(), "long.d")
+	os.WriteFile(script, []byte(b.String()), 0o644)
+	r := dstar(t, 60*time.Second, "-q", "-s", script)
+	// Each statement adds a[k] twice, the second time cut to a char.
+	want := 0
+	for i := range 500 {
+		want += i + i%256
+	}
+	if r.code != 0 || r.stdout != fmt.Sprintf("%d\n\n", want) {
+		t.Fatalf("exit %d, stdout %q, want %d\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "invalid address (0x0) in action #1") {
+		t.Errorf("stderr %q, want the second clause's fault", r.stderr)
+	}
+}
+
 // TestBigRecord runs a clause whose record is over 32K, past what an
 // instruction's 16-bit offset reaches: 150 printfs of a string and a
 // number each, and a fault after them that discards the record.

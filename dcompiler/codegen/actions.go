@@ -334,6 +334,19 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	return nil
 }
 
+// pointsIntoScratch reports whether e may leave a pointer to scratch in a
+// variable: alloca( ) and copyin( ) memory. (Values, strings included, are
+// copied into variables.)
+func pointsIntoScratch(e ast.Expr) bool {
+	points := false
+	ast.Inspect(e, func(x ast.Expr) {
+		if c, ok := x.(*ast.Call); ok && (c.Fn == "alloca" || c.Fn == "copyin") {
+			points = true
+		}
+	})
+	return points
+}
+
 // keepsScratch reports whether scratch an expression takes may be used
 // after it: alloca( ) and copyin( ) memory, and assignments, which may
 // keep a pointer to it.

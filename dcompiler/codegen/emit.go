@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cilium/ebpf/asm"
 )
@@ -123,5 +124,49 @@ func xchg(dst, src asm.Register, off int16) asm.Instruction {
 	return asm.Instruction{
 		OpCode: asm.AddAtomic.OpCode(asm.DWord), Dst: dst, Src: src, Offset: off,
 		Constant: 0xe1,
+	}
+}
+
+// longJumps returns insns with every jump to a label further than a jump's
+// 16-bit offset reaches made long (BPF's 32-bit "gotol", Linux 6.4+): an
+// unconditional one becomes one, and a conditional one jumps over a short
+// jump to one. Only a clause of tens of thousands of instructions needs
+// it; without it the offset would wrap and jump into the wrong code.
+func longJumps(insns asm.Instructions) asm.Instructions {
+	for {
+		at := map[string]int{} // each label's position, in 8-byte slots
+		pos := make([]int, len(insns))
+		n := 0
+		for i, ins := range insns {
+			pos[i] = n
+			if s := ins.Symbol(); s != "" {
+				at[s] = n
+			}
+			n += int(ins.Size() / asm.InstructionSize)
+		}
+		var out asm.Instructions
+		for i, ins := range insns {
+			op := ins.OpCode
+			t, ok := at[ins.Reference()]
+			short := !op.Class().IsJump() || op.JumpOp() == asm.Call || op.JumpOp() == asm.Exit ||
+				op == asm.LongJump("").OpCode || !ok
+			if d := t - pos[i] - 1; short || d >= math.MinInt16 && d <= math.MaxInt16 {
+				out = append(out, ins)
+				continue
+			}
+			long := asm.LongJump(ins.Reference())
+			if op.JumpOp() == asm.Ja {
+				out = append(out, long.WithSymbol(ins.Symbol()))
+				continue
+			}
+			// if cond goto +1 (the long jump); goto +1 (past it); gotol target
+			ins.Offset = 1
+			out = append(out, ins.WithReference(""),
+				asm.Instruction{OpCode: asm.Ja.Op(asm.ImmSource), Offset: 1}, long)
+		}
+		if len(out) == len(insns) {
+			return out
+		}
+		insns = out
 	}
 }

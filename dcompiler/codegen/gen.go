@@ -404,6 +404,7 @@ func (pg *probeGen) program(pr *providers.Probe, filtered bool, epid *uint32) (*
 	}
 	pg.label("exit")
 	pg.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	pg.insns = longJumps(pg.insns)
 	spec := &ebpf.ProgramSpec{
 		Name:         progName(pr),
 		Type:         pr.ProgType,
@@ -756,8 +757,14 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.ExprStmt:
+			mark := pg.scratch
 			if err := pg.stmt(s.X); err != nil {
 				return err
+			}
+			// What the statement took from scratch serves the next one,
+			// unless a pointer to it may live on in a variable.
+			if !pointsIntoScratch(s.X) {
+				pg.releaseScratch(mark)
 			}
 		case *ast.IfStmt:
 			els, end := pg.newLabel("else"), pg.newLabel("endif")
