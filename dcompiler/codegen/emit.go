@@ -133,6 +133,13 @@ func xchg(dst, src asm.Register, off int16) asm.Instruction {
 // jump to one. Only a clause of tens of thousands of instructions needs
 // it; without it the offset would wrap and jump into the wrong code.
 func longJumps(insns asm.Instructions) asm.Instructions {
+	slots := 0
+	for _, ins := range insns {
+		slots += int(ins.Size() / asm.InstructionSize)
+	}
+	if slots <= math.MaxInt16 {
+		return insns // no jump can be too long
+	}
 	for {
 		at := map[string]int{} // each label's position, in 8-byte slots
 		pos := make([]int, len(insns))
