@@ -307,11 +307,31 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 			pg.releaseScratch(mark)
 		}
 	}
+	if call.Fn == "commit" || call.Fn == "discard" {
+		pg.freeSpeculation(act.Args[0].Off)
+	}
 	if call.Fn == "exit" {
 		// No probe fires after exit(); END still will.
 		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
 	}
 	return nil
+}
+
+// freeSpeculation gives the speculation whose number is in the record at
+// off back to speculation( ) at once, as DTrace does when a buffer is
+// committed or discarded on the CPU that filled it: a speculation per
+// system call works with one buffer. The record is reserved, so whatever
+// takes the buffer next comes after this commit in the ring buffer, where
+// the consumer settles the speculation's records.
+func (pg *probeGen) freeSpeculation(off int) {
+	done := pg.newLabel("spec_freed")
+	pg.emit(asm.LoadMem(asm.R1, regRecord, int16(off), asm.DWord))
+	pg.emit(asm.Sub.Imm(asm.R1, 1))
+	pg.emit(asm.JGE.Imm(asm.R1, int32(pg.opts.NSpec), done)) // 0 or no such buffer: nothing to free
+	pg.emit(asm.LSh.Imm(asm.R1, 3))
+	pg.emit(asm.Add.Reg(asm.R1, regGlob))
+	pg.emit(storeImm(asm.R1, GlSpecs, 0, asm.DWord))
+	pg.label(done)
 }
 
 // keepsScratch reports whether scratch an expression takes may be used

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
+)
+
+// Examples in the style of the Dynamic Tracing Guide, run out of quiet
+// mode, where each record prints after its probe line.
+
+// cpuColumn blanks the CPU column of probe lines, which varies by run.
+var cpuColumn = regexp.MustCompile(`(?m)^ +\d+ `)
+
+func probeLines(s string) string { return cpuColumn.ReplaceAllString(s, "  N ") }
+
+// TestCommitProbeLines: committed records print with the probe lines of
+// the clauses that speculated them, after the committing clause's own
+// records; a clause that only commits prints no line, as in DTrace.
+func TestCommitProbeLines(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", `BEGIN { s = speculation(); speculate(s); printf("hello %d", 1); }
+		BEGIN { speculate(s); trace(42); }
+		BEGIN { speculate(s); }
+		BEGIN { trace(7); commit(s); }
+		BEGIN { t = speculation(); speculate(t); trace(8); }
+		BEGIN { commit(t); }
+		BEGIN { exit(0); }`)
+	want := `CPU     ID                    FUNCTION:NAME
+  N      1                           :BEGIN           7
+  N      1                           :BEGIN hello 1
+  N      1                           :BEGIN          42
+  N      1                           :BEGIN 
+  N      1                           :BEGIN           8
+  N      1                           :BEGIN 
+
+`
+	if got := probeLines(r.stdout); got != want || r.code != 0 {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, got, want, r.stderr)
+	}
+}
