@@ -41,3 +41,13 @@ func TestCommitProbeLines(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", r.code, got, want, r.stderr)
 	}
 }
+
+// TestStringMacroArg: the guide passes a string to an interpreter file
+// in double quotes inside single ones; its escapes are expanded.
+func TestStringMacroArg(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-qn", `BEGIN { printf("%s|%d\n", $1, strlen($1)); exit(0); }`, `"a string\targument"`)
+	if r.stdout != "a string\targument|17\n\n" || r.code != 0 {
+		t.Errorf("got %q (exit %d): %s", r.stdout, r.code, r.stderr)
+	}
+}

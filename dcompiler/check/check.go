@@ -594,7 +594,25 @@ func (in *Info) Macro(m *ast.MacroVar) (val int64, str string, isStr bool, err e
 	if isIdentifier(arg) {
 		return 0, arg, true, nil
 	}
+	if str, ok := stringArg(arg); ok {
+		return 0, str, true, nil
+	}
 	return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNUSED", "macro argument $%d must be an integer or identifier: %s", n, arg)
+}
+
+// stringArg reads a macro argument written as a D string literal, as the
+// guide passes one to an interpreter file ('"a string argument"'), with
+// its escapes expanded.
+func stringArg(arg string) (string, bool) {
+	if len(arg) < 2 || arg[0] != '"' {
+		return "", false
+	}
+	lx := lexer.New(source.NewFile("", arg))
+	t, err := lx.Next()
+	if err != nil || t.Kind != lexer.String || lx.Offset() != len(arg) {
+		return "", false
+	}
+	return t.Text, true
 }
 
 func isIdentifier(s string) bool {
