@@ -51,7 +51,7 @@ func (e *Enabling) handle(raw []byte) {
 			last = i
 		}
 	}
-	silent := last < 0 && (len(rec.Actions) != 1 || rec.Actions[0].Kind != codegen.ActSpeculate)
+	silent := last < 0 && len(rec.Actions) > 0 && (len(rec.Actions) != 1 || rec.Actions[0].Kind != codegen.ActSpeculate)
 	prefix := ""
 	switch {
 	case silent:

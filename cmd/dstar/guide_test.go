@@ -51,3 +51,16 @@ func TestStringMacroArg(t *testing.T) {
 		t.Errorf("got %q (exit %d): %s", r.stdout, r.code, r.stderr)
 	}
 }
+
+// TestFlowIndentEmptyClause: -F prints a flow line for a clause with no
+// actions, as for any other that records.
+func TestFlowIndentEmptyClause(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-F", "-n", `BEGIN {} BEGIN { exit(0); }`)
+	want := "CPU FUNCTION                                 \n" +
+		"  N | :BEGIN                                  \n" +
+		"  N | :BEGIN                                  \n\n"
+	if got := probeLines(r.stdout); got != want || r.code != 0 {
+		t.Errorf("exit %d, stdout:\n%q\nwant:\n%q\nstderr: %s", r.code, got, want, r.stderr)
+	}
+}
