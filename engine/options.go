@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,14 +60,24 @@ var options = map[string]optionKind{
 // CheckOption validates -x name=value as dtrace(1) would set it, in its
 // words: unknown names are invalid, known ones dstar lacks unsupported.
 func CheckOption(name, value string) error {
+	if err := OptionProblem(name, value); err != nil {
+		return fmt.Errorf("failed to set -x %s: %v", name, err)
+	}
+	return nil
+}
+
+// OptionProblem says what is wrong with setting option name to value, in
+// dtrace's words, or returns nil; #pragma D option reports it with the
+// line.
+func OptionProblem(name, value string) error {
 	kind, ok := options[name]
 	if !ok || strings.HasSuffix(name, "-") {
-		return fmt.Errorf("failed to set -x %s: Invalid option name", name)
+		return errors.New("Invalid option name")
 	}
-	bad := fmt.Errorf("failed to set -x %s: Invalid value for specified option", name)
+	bad := errors.New("Invalid value for specified option")
 	switch kind {
 	case optUnsupported:
-		return fmt.Errorf("failed to set -x %s: unsupported option", name)
+		return errors.New("unsupported option")
 	case optSize:
 		if _, err := ParseSize(value, 1); err != nil {
 			return bad

@@ -220,6 +220,9 @@ func (t *tracer) run() int {
 
 	// Options set in the scripts shape the compilation; -x ones win.
 	for k, v := range dcompiler.PragmaOptions(t.files) {
+		if engine.CheckOption(k, v) != nil {
+			continue // the compiler reports it at its #pragma, as dtrace does
+		}
 		if _, set := t.opts[k]; !set {
 			t.opts[k] = v
 		}
@@ -389,6 +392,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
+		OptionProblem: engine.OptionProblem,
 	})
 }
 
