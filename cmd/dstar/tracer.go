@@ -259,7 +259,8 @@ func (t *tracer) run() int {
 		return exitError
 	}
 	quiet := t.cfg.quiet || engine.OptionSet(t.opts, "quiet")
-	if !quiet {
+	// With -e nothing is enabled, so dtrace reports no matches.
+	if !quiet && !t.cfg.check {
 		for i, f := range t.files {
 			if t.kinds[i].kind == 's' {
 				t.errorf("%s", output.Matched("script", f.Name, prog.MatchedIn(f)))
