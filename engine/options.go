@@ -53,6 +53,17 @@ var options = map[string]optionKind{
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
 	"userland": optUnsupported, "specsize-": optUnsupported,
+	// Oracle DTrace's other options, and illumos's, that dstar lacks:
+	// refused as unsupported rather than as unknown names.
+	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
+	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
+	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
+	"debugassert": optUnsupported, "empty": optUnsupported, "kdefs": optUnsupported,
+	"udefs": optUnsupported, "late": optUnsupported, "ldpath": optUnsupported,
+	"linknommap": optUnsupported, "procfspath": optUnsupported, "sysslice": optUnsupported,
+	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
+	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
+	"setenv": optUnsupported, "unsetenv": optUnsupported,
 	// dstar's own: how stack-keyed aggregations print.
 	"stackfmt": optAny,
 }
