@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,20 @@ func TestFlowIndentEmptyClause(t *testing.T) {
 		"  N | :BEGIN                                  \n\n"
 	if got := probeLines(r.stdout); got != want || r.code != 0 {
 		t.Errorf("exit %d, stdout:\n%q\nwant:\n%q\nstderr: %s", r.code, got, want, r.stderr)
+	}
+}
+
+// TestMadeProbeIDColumn: probes made on demand (tick-N, as most scripts
+// use) have IDs that fit dtrace's six-digit column, so their probe
+// lines line up with the header.
+func TestMadeProbeIDColumn(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", `tick-1ms { exit(0); }`)
+	lines := strings.Split(r.stdout, "\n")
+	if r.code != 0 || len(lines) < 2 {
+		t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if end := strings.Index(lines[1], ":tick-1ms") + len(":tick-1ms"); end != len(lines[0]) {
+		t.Errorf("probe line does not line up with the header:\n%s\n%s", lines[0], lines[1])
 	}
 }
