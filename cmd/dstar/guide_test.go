@@ -80,3 +80,18 @@ func TestMadeProbeIDColumn(t *testing.T) {
 		t.Errorf("probe line does not line up with the header:\n%s\n%s", lines[0], lines[1])
 	}
 }
+
+// TestCommandNotFound: a -c command that cannot be run is reported as
+// dtrace reports it, naming the file and the reason.
+func TestCommandNotFound(t *testing.T) {
+	bpftest.Require(t)
+	for cmd, want := range map[string]string{
+		"/nonexistent/cmd -x":       "dstar: failed to execute /nonexistent/cmd: No such file or directory\n",
+		"dstar-no-such-command arg": "dstar: failed to execute dstar-no-such-command: No such file or directory\n",
+	} {
+		r := dstar(t, 20*time.Second, "-n", "BEGIN { exit(0); }", "-c", cmd)
+		if r.code != 1 || r.stderr != want {
+			t.Errorf("-c %q: exit %d, stderr %q, want %q", cmd, r.code, r.stderr, want)
+		}
+	}
+}
