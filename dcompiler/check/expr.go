@@ -380,7 +380,14 @@ func (in *Info) printa(e *ast.Call, env *Env) error {
 		}
 		first = agg
 		if format != nil {
-			if _, err := printf.Parse(format.Val); err != nil {
+			f, err := printf.Parse(format.Val)
+			if err == nil {
+				// The conversions other than %@ take the keys, in order,
+				// as dtrace checks them.
+				err = f.CheckWith(printf.CheckOptions{Func: "printa", Aggregation: true,
+					AggCount: agg.Func == "count", Target: in.Opts.Target != 0}, argTypesFor(agg.Keys))
+			}
+			if err != nil {
 				tag := "D_UNKNOWN"
 				if pe, ok := err.(*printf.Error); ok {
 					tag = pe.Tag
