@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,5 +95,26 @@ func TestCommandNotFound(t *testing.T) {
 		if r.code != 1 || r.stderr != want {
 			t.Errorf("-c %q: exit %d, stderr %q, want %q", cmd, r.code, r.stderr, want)
 		}
+	}
+}
+
+// TestInterruptNewline: at Ctrl-C dtrace ends the line ^C was echoed on,
+// even in quiet mode, before END's output: the guide's examples show a
+// blank line between ^C and the aggregations.
+func TestInterruptNewline(t *testing.T) {
+	bpftest.Require(t)
+	cmd := exec.Command(dstarBin, "-q", "-n", `tick-10ms /++n == 3/ { printf("ready"); } END { printf("end\n"); }`)
+	var out, errb bpftest.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "ready")
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dstar exited with %v\n%s", err, errb.String())
+	}
+	if got, want := out.String(), "ready\nend\n\n"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
 	}
 }

@@ -340,6 +340,11 @@ wait:
 		case <-sess.Done():
 			break wait
 		case <-sigs:
+			// dtrace(1) ends the line the terminal echoed ^C on, even in
+			// quiet mode, before END's output and the aggregations.
+			if t.opts["outputformat"] != "json" {
+				io.WriteString(bw, "\n")
+			}
 			// A second interrupt leaves at once; the kernel releases every
 			// object with the process's file descriptors.
 			go func() {
