@@ -118,8 +118,8 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActTraceMem
 			n, _ := pg.in.ConstInt(args[1])
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: int(n), Type: types.VoidT})
-			rec.Size += align8(int(n))
-			args = args[2:] // the count to print, if given
+			rec.Size += align8(int(n) + 1) // room for a string's NUL past n bytes
+			args = args[2:]                // the count to print, if given
 		default:
 			act.Kind = aggActions[call.Fn]
 			if call.Fn == "printa" && len(args) > 0 {
@@ -248,11 +248,19 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		return pg.symInto(act.Args[0].Type, call, regRecord, act.Args[0].Off)
 	}
 	if call.Fn == "tracemem" {
+		d := act.Args[0]
+		addr, str := pg.traceMemAddr(call.Args[0])
+		if str {
+			// A string value (dtrace takes any type here): its bytes.
+			if err := pg.strInto(addr, regRecord, d.Off, d.Size+1); err != nil {
+				return err
+			}
+			return pg.traceMemCount(call, act)
+		}
 		// Kernel memory, or the process's when that fails.
-		if err := pg.expr(call.Args[0]); err != nil {
+		if err := pg.expr(addr); err != nil {
 			return err
 		}
-		d := act.Args[0]
 		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
 		src, err := pg.push()
 		if err != nil {
@@ -269,13 +277,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		pg.emit(asm.LoadMem(asm.R3, asm.RFP, src, asm.DWord))
 		pg.call(asm.FnProbeReadUser)
 		pg.label(done)
-		if len(call.Args) == 3 {
-			if err := pg.expr(call.Args[2]); err != nil {
-				return err
-			}
-			pg.emit(asm.StoreMem(regRecord, int16(act.Args[1].Off), asm.R0, asm.DWord))
-		}
-		return nil
+		return pg.traceMemCount(call, act)
 	}
 	args := call.Args
 	if call.Fn == "printf" || call.Fn == "system" {
@@ -332,6 +334,34 @@ func (pg *probeGen) freeSpeculation(off int) {
 	pg.emit(asm.Add.Reg(asm.R1, regGlob))
 	pg.emit(storeImm(asm.R1, GlSpecs, 0, asm.DWord))
 	pg.label(done)
+}
+
+// traceMemAddr is what tracemem( ) dumps: a char array member, which D
+// reads as a string, is dumped from its memory (&x->m[0]); another
+// string (str) is dumped from its value.
+func (pg *probeGen) traceMemAddr(e ast.Expr) (addr ast.Expr, str bool) {
+	t, err := pg.typeOf(e)
+	if err != nil || !t.IsString() {
+		return e, false
+	}
+	if m, ok := check.Unparen(e).(*ast.Member); ok {
+		first := &ast.Unary{Pos: m.Pos, Op: "&", X: &ast.Index{Pos: m.Pos, X: m, Keys: []ast.Expr{&ast.IntLit{Pos: m.Pos, Text: "0"}}}}
+		if pt, err := pg.typeOf(first); err == nil && pt.Kind == types.Pointer {
+			return first, false
+		}
+	}
+	return e, true
+}
+
+// traceMemCount records tracemem( )'s third argument, the bytes to print.
+func (pg *probeGen) traceMemCount(call *ast.Call, act *Action) error {
+	if len(call.Args) == 3 {
+		if err := pg.expr(call.Args[2]); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regRecord, int16(act.Args[1].Off), asm.R0, asm.DWord))
+	}
+	return nil
 }
 
 // keepsScratch reports whether scratch an expression takes may be used
