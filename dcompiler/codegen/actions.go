@@ -249,7 +249,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	}
 	if call.Fn == "tracemem" {
 		d := act.Args[0]
-		addr, str := pg.traceMemAddr(call.Args[0])
+		addr, str := pg.bytesAddr(call.Args[0])
 		if str {
 			// A string value (dtrace takes any type here): its bytes.
 			if err := pg.strInto(addr, regRecord, d.Off, d.Size+1); err != nil {
@@ -336,10 +336,10 @@ func (pg *probeGen) freeSpeculation(off int) {
 	pg.label(done)
 }
 
-// traceMemAddr is what tracemem( ) dumps: a char array member, which D
-// reads as a string, is dumped from its memory (&x->m[0]); another
-// string (str) is dumped from its value.
-func (pg *probeGen) traceMemAddr(e ast.Expr) (addr ast.Expr, str bool) {
+// bytesAddr is where an expression's bytes are, for tracemem( ) and casts
+// to a scalar: a char array member, which D reads as a string, is its
+// memory (&x->m[0]); another string (str) has only a value.
+func (pg *probeGen) bytesAddr(e ast.Expr) (addr ast.Expr, str bool) {
 	t, err := pg.typeOf(e)
 	if err != nil || !t.IsString() {
 		return e, false

@@ -70,7 +70,10 @@ func (pg *probeGen) expr(e ast.Expr) error {
 	case *ast.Assign:
 		return pg.assign(e)
 	case *ast.Cast:
-		if err := pg.expr(e.X); err != nil {
+		// A char array cast to a pointer or integer is its address, as
+		// in C: (char *)curthread->comm.
+		x, _ := pg.bytesAddr(e.X)
+		if err := pg.expr(x); err != nil {
 			return err
 		}
 		if t.Kind == types.Int {
