@@ -459,6 +459,12 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			}
 		}
 	case "sizeof":
+		// A member array need not be readable whole to have a size.
+		if m, ok := Unparen(e.X).(*ast.Member); ok {
+			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array {
+				return types.UlongT, nil
+			}
+		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
 			return nil, err
 		}

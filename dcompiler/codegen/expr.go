@@ -235,6 +235,14 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 			pg.emit(asm.Mov.Imm(asm.R0, int32(v.Type.Size)))
 			return nil
 		}
+		// A member array's size is the array's, not that of the string
+		// a char array reads as (one more, for its NUL).
+		if m, ok := check.Unparen(e.X).(*ast.Member); ok {
+			if _, mt, err := pg.in.MemberOffset(m, pg.env); err == nil && mt.Kind == types.Array {
+				pg.emit(asm.Mov.Imm(asm.R0, int32(mt.Size)))
+				return nil
+			}
+		}
 		xt, err := pg.typeOf(e.X)
 		if err != nil {
 			return err
