@@ -51,6 +51,8 @@ type Options struct {
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
+	// OptionProblem validates #pragma D option settings (check.Options).
+	OptionProblem func(name, value string) error
 }
 
 // Program is a compiled D program.
@@ -85,6 +87,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
+		OptionProblem: opts.OptionProblem,
 	})
 	if err != nil {
 		return nil, err

@@ -39,8 +39,22 @@ func (e *Enabling) handle(raw []byte) {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The last action whose record prints: commit( ) and discard( ) store
+	// no data in DTrace, and speculate( ) only marks the record, so a
+	// clause of nothing else prints no probe line (one that only
+	// speculates does, once committed).
+	last := -1
+	for i, act := range rec.Actions {
+		switch act.Kind {
+		case codegen.ActCommit, codegen.ActDiscard, codegen.ActSpeculate:
+		default:
+			last = i
+		}
+	}
+	silent := last < 0 && len(rec.Actions) > 0 && (len(rec.Actions) != 1 || rec.Actions[0].Kind != codegen.ActSpeculate)
 	prefix := ""
 	switch {
+	case silent:
 	case s.opts.FlowIndent:
 		// dtrace(1) prints flow lines even in quiet mode.
 		if !s.headerOut {
@@ -55,7 +69,7 @@ func (e *Enabling) handle(raw []byte) {
 		}
 		prefix += output.ProbeLine(cpu, rec.Probe.ID, rec.Probe.Function, rec.Probe.Name)
 	}
-	if len(rec.Actions) == 0 {
+	if len(rec.Actions) == 0 || last < 0 && !silent {
 		// A clause with no records ends its line, out of quiet mode.
 		if !s.opts.Quiet {
 			prefix += "\n"
@@ -66,6 +80,9 @@ func (e *Enabling) handle(raw []byte) {
 		return
 	}
 	for i, act := range rec.Actions {
+		if act.Kind == codegen.ActSpeculate {
+			continue // the probe line stays for the next record
+		}
 		vals := make([]printf.Value, len(act.Args))
 		for j, d := range act.Args {
 			vals[j] = datum(raw, d)
@@ -90,8 +107,6 @@ func (e *Enabling) handle(raw []byte) {
 		case codegen.ActExit:
 			ev.Kind = KindExit
 			ev.Status = int(int32(vals[0].Bits))
-		case codegen.ActSpeculate:
-			continue
 		case codegen.ActSetopt, codegen.ActFreopen, codegen.ActFtruncate:
 			if err := s.outputAction(act.Kind, vals); err != nil {
 				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: s.opts.Prog + ": " + err.Error() + "\n", Stderr: true})
@@ -150,7 +165,7 @@ func (e *Enabling) handle(raw []byte) {
 			}
 		}
 		// Out of quiet mode each record ends its line, as dtrace(1) does.
-		if !s.opts.Quiet && i == len(rec.Actions)-1 {
+		if !s.opts.Quiet && i == last {
 			text.WriteString("\n")
 		}
 		ev.Text = text.String()
@@ -318,7 +333,8 @@ type specBuf struct {
 }
 
 // settle commits (handles as if never speculative) or discards a
-// speculation's records, then frees its buffer for speculation().
+// speculation's records. The program freed its buffer for speculation( )
+// as it committed or discarded it.
 func (e *Enabling) settle(id uint32, commit bool) {
 	e.stateMu.Lock()
 	b := e.specs[id]
@@ -329,9 +345,6 @@ func (e *Enabling) settle(id uint32, commit bool) {
 			ne.PutUint32(raw[codegen.HdrSpec:], 0)
 			e.handle(raw)
 		}
-	}
-	if id >= 1 && int(id) <= e.Prog.Code.NSpec {
-		e.setGlobal(codegen.GlSpecs+8*int(id-1), 0)
 	}
 }
 

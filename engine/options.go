@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,6 +53,17 @@ var options = map[string]optionKind{
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
 	"userland": optUnsupported, "specsize-": optUnsupported,
+	// Oracle DTrace's other options, and illumos's, that dstar lacks:
+	// refused as unsupported rather than as unknown names.
+	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
+	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
+	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
+	"debugassert": optUnsupported, "empty": optUnsupported, "kdefs": optUnsupported,
+	"udefs": optUnsupported, "late": optUnsupported, "ldpath": optUnsupported,
+	"linknommap": optUnsupported, "procfspath": optUnsupported, "sysslice": optUnsupported,
+	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
+	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
+	"setenv": optUnsupported, "unsetenv": optUnsupported,
 	// dstar's own: how stack-keyed aggregations print.
 	"stackfmt": optAny,
 }
@@ -59,14 +71,24 @@ var options = map[string]optionKind{
 // CheckOption validates -x name=value as dtrace(1) would set it, in its
 // words: unknown names are invalid, known ones dstar lacks unsupported.
 func CheckOption(name, value string) error {
+	if err := OptionProblem(name, value); err != nil {
+		return fmt.Errorf("failed to set -x %s: %v", name, err)
+	}
+	return nil
+}
+
+// OptionProblem says what is wrong with setting option name to value, in
+// dtrace's words, or returns nil; #pragma D option reports it with the
+// line.
+func OptionProblem(name, value string) error {
 	kind, ok := options[name]
 	if !ok || strings.HasSuffix(name, "-") {
-		return fmt.Errorf("failed to set -x %s: Invalid option name", name)
+		return errors.New("Invalid option name")
 	}
-	bad := fmt.Errorf("failed to set -x %s: Invalid value for specified option", name)
+	bad := errors.New("Invalid value for specified option")
 	switch kind {
 	case optUnsupported:
-		return fmt.Errorf("failed to set -x %s: unsupported option", name)
+		return errors.New("unsupported option")
 	case optSize:
 		if _, err := ParseSize(value, 1); err != nil {
 			return bad

@@ -20,7 +20,8 @@ func ParseDesc(s string) (Desc, error) {
 	s = strings.TrimSpace(s)
 	f := strings.Split(s, ":")
 	if len(f) > 4 {
-		return Desc{}, fmt.Errorf("invalid probe description %q: more than four fields (provider:module:function:name)", s)
+		// dtrace's words (EDT_BADSPEC).
+		return Desc{}, fmt.Errorf("invalid probe description %q: Overspecified probe description", s)
 	}
 	var all [4]string
 	copy(all[4-len(f):], f)

@@ -46,8 +46,9 @@ type Pid struct {
 
 // pidFirstID is where pid probes' IDs start: above the listed probes
 // (fbt's can number a hundred thousand) and the profile probes made on
-// demand (from 1<<20 up, one per rate named).
-const pidFirstID = 1 << 22
+// demand (from firstDynamicID up, one per rate named); the first fifty
+// thousand have six digits, as dtrace's probe lines have room for.
+const pidFirstID = 950000
 
 // pidProbe is what a pid probe keeps for its prologue and Attach.
 type pidProbe struct {

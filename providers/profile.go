@@ -36,8 +36,10 @@ var profileNames = []string{
 }
 
 // firstDynamicID is where the IDs of probes created on demand start: far
-// above the listed probes, so creating one never shifts another's ID.
-const firstDynamicID = 1 << 20
+// above the listed probes, so creating one never shifts another's ID, and
+// below pidFirstID. Six digits, as dtrace's probe lines have room for
+// (tick-1sec is in most scripts).
+const firstDynamicID = 900000
 
 // profileProbe is what a profile probe keeps for Attach.
 type profileProbe struct {
@@ -93,6 +95,9 @@ func (p *Profile) Probes(d Desc) ([]*Probe, error) {
 		}
 		if pr := p.made[d.Name]; pr != nil {
 			return []*Probe{pr}, nil
+		}
+		if p.nextID >= pidFirstID {
+			return nil, fmt.Errorf("profile: too many probes made (%d)", p.nextID-firstDynamicID)
 		}
 		pr, err := newProfileProbe(p.nextID, d.Name)
 		if pr == nil || err != nil {

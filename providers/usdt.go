@@ -42,8 +42,9 @@ type USDT struct {
 	files   map[string]*usdtFile // by path
 }
 
-// firstUSDTID is where usdt probe IDs start: above the IDs profile makes on
-// demand (from 1<<20), so neither shifts the other.
+// firstUSDTID is where usdt probe IDs start: above the IDs profile and pid
+// make on demand (from firstDynamicID and pidFirstID), so none shifts
+// another.
 const firstUSDTID = 1 << 24
 
 type usdtKey struct {

@@ -56,6 +56,13 @@ func TestCommandLineOptions(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 		}
 	})
+	t.Run("e", func(t *testing.T) {
+		// Compiled, not enabled: dtrace reports no matches.
+		r := dstar(t, 20*time.Second, "-e", "-n", "BEGIN { trace(1); }")
+		if r.code != 0 || r.stdout != "" || r.stderr != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
 	t.Run("H", func(t *testing.T) {
 		inc := filepath.Join(dir, "inc")
 		os.Mkdir(inc, 0o755)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,9 @@ type child struct {
 // does with -c) and holds it at exec, before the dynamic linker runs, so
 // that its very first system call can be traced. advance moves it on.
 func startHeld(cmdline string) (*child, error) {
+	if err := checkExecutable(cmdline); err != nil {
+		return nil, err
+	}
 	// The tracer of a ptraced child is the thread that forked it; lock it
 	// until the child is released.
 	runtime.LockOSThread()
@@ -55,6 +59,39 @@ func startHeld(cmdline string) (*child, error) {
 		}
 	}
 	return &child{cmd: cmd, line: cmdline, exited: make(chan struct{})}, nil
+}
+
+// checkExecutable reports a command that cannot be run as dtrace does
+// ("failed to execute FILE: No such file or directory"), before the shell
+// would in its own words. A first word the shell would expand is left to
+// the shell.
+func checkExecutable(cmdline string) error {
+	f := strings.Fields(cmdline)
+	if len(f) == 0 || strings.ContainsAny(f[0], "$`\"'\\=(){}<>|&;*?[~") {
+		return nil
+	}
+	file := f[0]
+	path := file
+	if !strings.Contains(file, "/") {
+		p, err := exec.LookPath(file)
+		if err != nil {
+			return fmt.Errorf("failed to execute %s: %s", file, errnoText(syscall.ENOENT))
+		}
+		path = p
+	}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		if errno, ok := err.(syscall.Errno); ok {
+			return fmt.Errorf("failed to execute %s: %s", file, errnoText(errno))
+		}
+		return fmt.Errorf("failed to execute %s: %v", file, err)
+	}
+	return nil
+}
+
+// errnoText is an errno's message as strerror(3) words it, capitalized.
+func errnoText(e syscall.Errno) string {
+	s := e.Error()
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // advance runs a child held at exec on to where evaltime (DTrace's option)

@@ -220,6 +220,9 @@ func (t *tracer) run() int {
 
 	// Options set in the scripts shape the compilation; -x ones win.
 	for k, v := range dcompiler.PragmaOptions(t.files) {
+		if engine.CheckOption(k, v) != nil {
+			continue // the compiler reports it at its #pragma, as dtrace does
+		}
 		if _, set := t.opts[k]; !set {
 			t.opts[k] = v
 		}
@@ -256,7 +259,8 @@ func (t *tracer) run() int {
 		return exitError
 	}
 	quiet := t.cfg.quiet || engine.OptionSet(t.opts, "quiet")
-	if !quiet {
+	// With -e nothing is enabled, so dtrace reports no matches.
+	if !quiet && !t.cfg.check {
 		for i, f := range t.files {
 			if t.kinds[i].kind == 's' {
 				t.errorf("%s", output.Matched("script", f.Name, prog.MatchedIn(f)))
@@ -336,6 +340,11 @@ wait:
 		case <-sess.Done():
 			break wait
 		case <-sigs:
+			// dtrace(1) ends the line the terminal echoed ^C on, even in
+			// quiet mode, before END's output and the aggregations.
+			if t.opts["outputformat"] != "json" {
+				io.WriteString(bw, "\n")
+			}
 			// A second interrupt leaves at once; the kernel releases every
 			// object with the process's file descriptors.
 			go func() {
@@ -389,6 +398,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
+		OptionProblem: engine.OptionProblem,
 	})
 }
 

@@ -33,6 +33,9 @@ type Options struct {
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	// OptionProblem, when set, validates a #pragma D option's name and
+	// value (nil when valid), reported at the pragma.
+	OptionProblem func(name, value string) error
 }
 
 // Info is what checking learns about a program.
@@ -226,7 +229,15 @@ func (in *Info) pragma(p *ast.Pragma) error {
 		if len(f) != 3 {
 			return in.errorf(p.Pos, "D_PRAGMA_MALFORM", "malformed #pragma D option")
 		}
-		name, val, _ := strings.Cut(f[2], "=")
+		name, val, hasVal := strings.Cut(f[2], "=")
+		if in.Opts.OptionProblem != nil {
+			if err := in.Opts.OptionProblem(name, val); err != nil {
+				if hasVal {
+					return in.errorf(p.Pos, "D_PRAGMA_OPTSET", "failed to set option '%s' to '%s': %v", name, val, err)
+				}
+				return in.errorf(p.Pos, "D_PRAGMA_OPTSET", "failed to set option '%s': %v", name, err)
+			}
+		}
 		in.Options[name] = val
 	case "attributes", "binding", "depends_on":
 	default:
@@ -594,7 +605,25 @@ func (in *Info) Macro(m *ast.MacroVar) (val int64, str string, isStr bool, err e
 	if isIdentifier(arg) {
 		return 0, arg, true, nil
 	}
+	if str, ok := stringArg(arg); ok {
+		return 0, str, true, nil
+	}
 	return 0, "", false, in.errorf(m.Pos, "D_MACRO_UNUSED", "macro argument $%d must be an integer or identifier: %s", n, arg)
+}
+
+// stringArg reads a macro argument written as a D string literal, as the
+// guide passes one to an interpreter file ('"a string argument"'), with
+// its escapes expanded.
+func stringArg(arg string) (string, bool) {
+	if len(arg) < 2 || arg[0] != '"' {
+		return "", false
+	}
+	lx := lexer.New(source.NewFile("", arg))
+	t, err := lx.Next()
+	if err != nil || t.Kind != lexer.String || lx.Offset() != len(arg) {
+		return "", false
+	}
+	return t.Text, true
 }
 
 func isIdentifier(s string) bool {

@@ -387,7 +387,14 @@ func (in *Info) printa(e *ast.Call, env *Env) error {
 		}
 		first = agg
 		if format != nil {
-			if _, err := printf.Parse(format.Val); err != nil {
+			f, err := printf.Parse(format.Val)
+			if err == nil {
+				// The conversions other than %@ take the keys, in order,
+				// as dtrace checks them.
+				err = f.CheckWith(printf.CheckOptions{Func: "printa", Aggregation: true,
+					AggCount: agg.Func == "count", Target: in.Opts.Target != 0}, argTypesFor(agg.Keys))
+			}
+			if err != nil {
 				tag := "D_UNKNOWN"
 				if pe, ok := err.(*printf.Error); ok {
 					tag = pe.Tag
@@ -459,6 +466,12 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			}
 		}
 	case "sizeof":
+		// A member array need not be readable whole to have a size.
+		if m, ok := Unparen(e.X).(*ast.Member); ok {
+			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array {
+				return types.UlongT, nil
+			}
+		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
 			return nil, err
 		}

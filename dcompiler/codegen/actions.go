@@ -118,8 +118,8 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			act.Kind = ActTraceMem
 			n, _ := pg.in.ConstInt(args[1])
 			act.Args = append(act.Args, Datum{Off: rec.Size, Size: int(n), Type: types.VoidT})
-			rec.Size += align8(int(n))
-			args = args[2:] // the count to print, if given
+			rec.Size += align8(int(n) + 1) // room for a string's NUL past n bytes
+			args = args[2:]                // the count to print, if given
 		default:
 			act.Kind = aggActions[call.Fn]
 			if call.Fn == "printa" && len(args) > 0 {
@@ -254,11 +254,21 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		return pg.symInto(act.Args[0].Type, call, regRecord, off)
 	}
 	if call.Fn == "tracemem" {
+		d := act.Args[0]
+		addr, str := pg.bytesAddr(call.Args[0])
+		if str {
+			// A string value (dtrace takes any type here): its bytes.
+			off, back := pg.recWindow(d.Off, d.Size+1)
+			if err := pg.strInto(addr, regRecord, off, d.Size+1); err != nil {
+				return err
+			}
+			back()
+			return pg.traceMemCount(call, act)
+		}
 		// Kernel memory, or the process's when that fails.
-		if err := pg.expr(call.Args[0]); err != nil {
+		if err := pg.expr(addr); err != nil {
 			return err
 		}
-		d := act.Args[0]
 		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
 		src, err := pg.push()
 		if err != nil {
@@ -275,15 +285,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		pg.emit(asm.LoadMem(asm.R3, asm.RFP, src, asm.DWord))
 		pg.call(asm.FnProbeReadUser)
 		pg.label(done)
-		if len(call.Args) == 3 {
-			if err := pg.expr(call.Args[2]); err != nil {
-				return err
-			}
-			off, back := pg.recWindow(act.Args[1].Off, 8)
-			pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
-			back()
-		}
-		return nil
+		return pg.traceMemCount(call, act)
 	}
 	args := call.Args
 	if call.Fn == "printf" || call.Fn == "system" {
@@ -327,6 +329,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 			pg.releaseScratch(mark)
 		}
 	}
+	if call.Fn == "commit" || call.Fn == "discard" {
+		pg.freeSpeculation(act.Args[0].Off)
+	}
 	if call.Fn == "exit" {
 		// No probe fires after exit(); END still will.
 		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
@@ -345,6 +350,53 @@ func pointsIntoScratch(e ast.Expr) bool {
 		}
 	})
 	return points
+}
+
+// freeSpeculation gives the speculation whose number is in the record at
+// off back to speculation( ) at once, as DTrace does when a buffer is
+// committed or discarded on the CPU that filled it: a speculation per
+// system call works with one buffer. The record is reserved, so whatever
+// takes the buffer next comes after this commit in the ring buffer, where
+// the consumer settles the speculation's records.
+func (pg *probeGen) freeSpeculation(off int) {
+	done := pg.newLabel("spec_freed")
+	pg.emit(asm.LoadMem(asm.R1, regRecord, int16(off), asm.DWord))
+	pg.emit(asm.Sub.Imm(asm.R1, 1))
+	pg.emit(asm.JGE.Imm(asm.R1, int32(pg.opts.NSpec), done)) // 0 or no such buffer: nothing to free
+	pg.emit(asm.LSh.Imm(asm.R1, 3))
+	pg.emit(asm.Add.Reg(asm.R1, regGlob))
+	pg.emit(storeImm(asm.R1, GlSpecs, 0, asm.DWord))
+	pg.label(done)
+}
+
+// bytesAddr is where an expression's bytes are, for tracemem( ) and casts
+// to a scalar: a char array member, which D reads as a string, is its
+// memory (&x->m[0]); another string (str) has only a value.
+func (pg *probeGen) bytesAddr(e ast.Expr) (addr ast.Expr, str bool) {
+	t, err := pg.typeOf(e)
+	if err != nil || !t.IsString() {
+		return e, false
+	}
+	if m, ok := check.Unparen(e).(*ast.Member); ok {
+		first := &ast.Unary{Pos: m.Pos, Op: "&", X: &ast.Index{Pos: m.Pos, X: m, Keys: []ast.Expr{&ast.IntLit{Pos: m.Pos, Text: "0"}}}}
+		if pt, err := pg.typeOf(first); err == nil && pt.Kind == types.Pointer {
+			return first, false
+		}
+	}
+	return e, true
+}
+
+// traceMemCount records tracemem( )'s third argument, the bytes to print.
+func (pg *probeGen) traceMemCount(call *ast.Call, act *Action) error {
+	if len(call.Args) == 3 {
+		if err := pg.expr(call.Args[2]); err != nil {
+			return err
+		}
+		off, back := pg.recWindow(act.Args[1].Off, 8)
+		pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
+		back()
+	}
+	return nil
 }
 
 // keepsScratch reports whether scratch an expression takes may be used

@@ -76,7 +76,10 @@ func (pg *probeGen) expr(e ast.Expr) error {
 	case *ast.Assign:
 		return pg.assign(e)
 	case *ast.Cast:
-		if err := pg.expr(e.X); err != nil {
+		// A char array cast to a pointer or integer is its address, as
+		// in C: (char *)curthread->comm.
+		x, _ := pg.bytesAddr(e.X)
+		if err := pg.expr(x); err != nil {
 			return err
 		}
 		if t.Kind == types.Int {
@@ -237,6 +240,14 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 		if v := pg.arrayVar(e.X); v != nil {
 			pg.emit(asm.Mov.Imm(asm.R0, int32(v.Type.Size)))
 			return nil
+		}
+		// A member array's size is the array's, not that of the string
+		// a char array reads as (one more, for its NUL).
+		if m, ok := check.Unparen(e.X).(*ast.Member); ok {
+			if _, mt, err := pg.in.MemberOffset(m, pg.env); err == nil && mt.Kind == types.Array {
+				pg.emit(asm.Mov.Imm(asm.R0, int32(mt.Size)))
+				return nil
+			}
 		}
 		xt, err := pg.typeOf(e.X)
 		if err != nil {
