@@ -75,7 +75,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
-			return nil, err
+			return nil, declaredFirst(tree, t, err, opts)
 		}
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
@@ -101,6 +101,24 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		return nil, err
 	}
 	return &Program{Files: files, Info: info, Code: code}, nil
+}
+
+// declaredFirst returns the error of a declaration made before syntax
+// error err, if one has an error, else err: DTrace declares as it
+// parses, so a bad declaration is reported before a later syntax error.
+func declaredFirst(tree, partial *ast.Program, err error, opts Options) error {
+	if partial == nil || len(partial.Decls) == 0 {
+		return err
+	}
+	prog := &ast.Program{Files: tree.Files, Pragmas: append(tree.Pragmas, partial.Pragmas...),
+		Decls: append(append([]*ast.Decl{}, tree.Decls...), partial.Decls...)}
+	_, derr := check.Check(prog, check.Options{Probes: opts.Providers, StrSize: opts.StrSize})
+	se, ok := derr.(*source.Error)
+	pe, pok := err.(*source.Error)
+	if ok && pok && se.File == pe.File && se.Pos < pe.Pos {
+		return derr
+	}
+	return err
 }
 
 // library returns the D library's files, which every program includes

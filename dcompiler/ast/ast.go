@@ -27,6 +27,7 @@ type Decl struct {
 	Pos     source.Pos
 	Storage string // "", "self" or "this"
 	Extern  bool   // "extern TYPE name;": the type of a kernel symbol
+	Func    bool   // a function's prototype ("int f(int);"), which D cannot call
 	Inline  bool
 	Typedef bool
 	Type    *TypeName

@@ -36,6 +36,11 @@ func (in *Info) decls() error {
 			}
 			continue
 		}
+		if d.Func || d.Extern && d.Keys != nil {
+			// A function's prototype, or an extern array's: no D
+			// variable either.
+			continue
+		}
 		t, err := in.typeName(d.Type)
 		if err != nil && d.Extern && !d.Typedef && isTagged(d.Type.Name) {
 			// A kernel symbol's type may be one D has only by name, as
@@ -304,6 +309,9 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if t.Kind == types.Void && m.Bits == nil {
+			return nil, in.errorf(m.Pos, "D_DECL_VOIDOBJ", "cannot have void member: %s", m.Name)
 		}
 		if t.IsString() && m.Bits == nil {
 			// A string member is a char array of strsize.

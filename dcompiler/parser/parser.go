@@ -24,9 +24,11 @@ func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil, nil
 // typedefs (u32, bool, dev_t), which D programs use as types too.
 func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string) bool) (*ast.Program, error) {
 	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType}
-	prog, err := p.program()
-	if err != nil {
-		return nil, err
+	prog := &ast.Program{Files: []*source.File{p.f}}
+	if err := p.program(prog); err != nil {
+		// What came before the error, whose declarations DTrace would
+		// have made (and reported an error of) by then.
+		return &ast.Program{Files: prog.Files, Decls: prog.Decls, Pragmas: prog.Pragmas}, err
 	}
 	prog.Macros = p.macros
 	return prog, nil
@@ -112,6 +114,37 @@ typ:
 	if p.tok.Is("{") && tn.Ptr == 0 {
 		return p.typeDef(d)
 	}
+	if p.tok.Is("(") && !d.Inline {
+		// "int *(*fp)(void);": a pointer to a function.
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		for p.tok.Is("*") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		d.Name, d.Func = p.tok.Text, true
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if err := p.expect(")"); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is("(") {
+			return nil, p.syntaxError()
+		}
+		if err := p.params(); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is(";") {
+			return nil, p.syntaxError()
+		}
+		return d, nil
+	}
 	if p.tok.Kind != lexer.Ident {
 		return nil, p.syntaxError()
 	}
@@ -119,8 +152,28 @@ typ:
 	if err := p.next(); err != nil {
 		return nil, err
 	}
+	if p.tok.Is("(") && !d.Inline {
+		// A function's prototype: D declares it and can do nothing
+		// with it.
+		d.Func = true
+		if err := p.params(); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is(";") {
+			return nil, p.syntaxError()
+		}
+		return d, nil
+	}
 	if err := p.subscript(d); err != nil {
 		return nil, err
+	}
+	// An extern array may have any dimensions, or none: it only
+	// describes a kernel symbol.
+	for d.Extern && p.tok.Is("[") {
+		var more ast.Decl
+		if err := p.subscript(&more); err != nil {
+			return nil, err
+		}
 	}
 	if d.Inline {
 		if err := p.expect("="); err != nil {
@@ -157,6 +210,12 @@ typ:
 		if err := p.subscript(&more); err != nil {
 			return nil, err
 		}
+		for d.Extern && p.tok.Is("[") {
+			var dim ast.Decl
+			if err := p.subscript(&dim); err != nil {
+				return nil, err
+			}
+		}
 		p.pending = append(p.pending, &more)
 	}
 	if !p.tok.Is(";") {
@@ -174,6 +233,9 @@ func (p *parser) subscript(d *ast.Decl) error {
 	}
 	if err := p.next(); err != nil {
 		return err
+	}
+	if p.tok.Is("...") {
+		return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_VARARGS", "array prototype may not use a variable-length argument list")
 	}
 	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
 		dim, err := p.cond()
@@ -209,6 +271,68 @@ func (p *parser) subscript(d *ast.Decl) error {
 		d.Keys = []*ast.TypeName{}
 	}
 	return nil
+}
+
+// params parses a function prototype's parameter list, "(int, char *)",
+// "(void)" or "(int, ...)", the current token being "(", checking it as
+// DTrace does; the parameters declare nothing.
+func (p *parser) params() error {
+	if err := p.next(); err != nil { // '('
+		return err
+	}
+	n, void := 0, false
+	for !p.tok.Is(")") {
+		n++
+		if p.tok.Is("...") {
+			if err := p.next(); err != nil {
+				return err
+			}
+			break
+		}
+		if p.tok.Kind == lexer.Ident {
+			switch p.tok.Text {
+			case "static", "extern", "self", "this", "inline", "typedef", "register", "auto":
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PARMCLASS", "inappropriate storage class for function or associative array parameter")
+			}
+		}
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+			return p.syntaxError()
+		}
+		tn, err := p.typeName()
+		if err != nil {
+			return err
+		}
+		name := ""
+		if p.tok.Kind == lexer.Ident {
+			name = p.tok.Text
+			if tn.Name == "void" && tn.Ptr == 0 {
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_NAME", "void parameter may not have a name: %s", name)
+			}
+			if err := p.next(); err != nil {
+				return err
+			}
+		}
+		void = void || tn.Name == "void" && tn.Ptr == 0
+		if p.tok.Is("[") {
+			var pd ast.Decl
+			if err := p.subscript(&pd); err != nil {
+				return err
+			}
+			if pd.Keys != nil {
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_TYPE", "function prototype may not use parameter of type dynamic variable: %s, parameter #%d", name, n)
+			}
+		}
+		if !p.tok.Is(",") {
+			break
+		}
+		if err := p.next(); err != nil {
+			return err
+		}
+	}
+	if void && n > 1 {
+		return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_VOID", "void must be sole parameter")
+	}
+	return p.expect(")")
 }
 
 // declaratorStars reads past a comma between declarators and counts the
@@ -364,6 +488,11 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	d.Def = def
+	if p.isType(p.tok) {
+		// "struct a { ... } struct b { ...": a missing ';' makes two
+		// types of one declaration.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_COMBO", "invalid type combination")
+	}
 	if d.Typedef {
 		if p.tok.Kind != lexer.Ident {
 			return nil, p.syntaxError()
@@ -478,6 +607,11 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				if err := p.next(); err != nil {
 					return nil, err
 				}
+			}
+			if p.tok.Is("(") && m.Name != "" {
+				// "int f();": a function is no member a struct can
+				// hold, as void is not.
+				return nil, source.Errorf(p.f, m.Pos, "D_DECL_VOIDOBJ", "cannot have void member: %s", m.Name)
 			}
 			if p.tok.Is(":") {
 				// A bit-field: "int a : 3;", or unnamed padding "int : 2;".
@@ -655,27 +789,26 @@ func (p *parser) expect(op string) error {
 	return p.next()
 }
 
-func (p *parser) program() (*ast.Program, error) {
-	prog := &ast.Program{Files: []*source.File{p.f}}
+func (p *parser) program(prog *ast.Program) error {
 	for {
 		t, err := p.lx.NextOuter()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch {
 		case t.Kind == lexer.EOF:
-			return prog, nil
+			return nil
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
 		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
-				return nil, err
+				return err
 			}
 			d, err := p.decl()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			prog.Decls = append(prog.Decls, d)
 			prog.Decls = append(prog.Decls, p.pending...)
@@ -683,12 +816,12 @@ func (p *parser) program() (*ast.Program, error) {
 		case t.Kind == lexer.ProbeDesc:
 			c, err := p.clause(t)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			prog.Clauses = append(prog.Clauses, c)
 		default:
 			p.tok = t
-			return nil, p.syntaxError()
+			return p.syntaxError()
 		}
 	}
 }
