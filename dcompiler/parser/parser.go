@@ -460,15 +460,31 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				return nil, err
 			}
 		}
-		if p.tok.Kind != lexer.Ident {
+		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
 		// "int x, *y, z[4];": each name after a comma has the base type
 		// with its own stars and array.
 		for {
-			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
-			if err := p.next(); err != nil {
-				return nil, err
+			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner}
+			if p.tok.Kind == lexer.Ident {
+				m.Name = p.tok.Text
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Is(":") {
+				// A bit-field: "int a : 3;", or unnamed padding "int : 2;".
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				w, err := p.cond()
+				if err != nil {
+					return nil, err
+				}
+				m.Bits = w
+			} else if m.Name == "" {
+				return nil, p.syntaxError()
 			}
 			if p.tok.Is("[") {
 				if err := p.next(); err != nil {
