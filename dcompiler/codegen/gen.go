@@ -699,7 +699,7 @@ func (pg *probeGen) count(off int16) {
 func (pg *probeGen) faultRecord(end string) {
 	pg.reserveRecord(FltSize, -1, end)
 	pg.emit(storeImm(regRecord, FltEPID, int64(pg.epid), asm.DWord))
-	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultAction, FltAction}, {StFaultAddr, FltAddr}} {
+	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultInsnPC, FltInsnPC}, {StFaultAddr, FltAddr}} {
 		pg.emit(asm.LoadMem(asm.R1, regState, f[0], asm.DWord))
 		pg.emit(asm.StoreMem(regRecord, f[1], asm.R1, asm.DWord))
 	}
@@ -707,8 +707,10 @@ func (pg *probeGen) faultRecord(end string) {
 	pg.call(asm.FnRingbufSubmit)
 }
 
-// raise records a fault of code at the current action, with the address in
-// register addr (or none), and jumps to the clause's fault handler.
+// raise records a fault of code, with the address in register addr (or
+// none) and the index of the instruction that raises it (the "BPF pc"
+// dtrace reports; long jumps added later may shift it by a few), and jumps
+// to the clause's fault handler.
 func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 	if hasAddr {
 		pg.emit(asm.StoreMem(regState, StFaultAddr, addr, asm.DWord))
@@ -716,7 +718,7 @@ func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 		pg.emit(storeImm(regState, StFaultAddr, 0, asm.DWord))
 	}
 	pg.emit(storeImm(regState, StFaultCode, int64(code), asm.DWord))
-	pg.emit(storeImm(regState, StFaultAction, int64(pg.actions), asm.DWord))
+	pg.emit(storeImm(regState, StFaultInsnPC, int64(len(pg.insns)), asm.DWord))
 	pg.emit(asm.Ja.Label(pg.fault))
 	pg.raised[pg.fault] = true
 }
