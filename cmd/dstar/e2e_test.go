@@ -890,3 +890,20 @@ func TestPrintfWide(t *testing.T) {
 		t.Errorf("exit %d, %d bytes of output, want %d", r.code, len(r.stdout), len(want))
 	}
 }
+
+// TestExitAndMatched checks dtrace's notice, which counts each clause's
+// probes, and that the last exit( ) read decides the status: END's.
+func TestExitAndMatched(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", `BEGIN { exit(1); } BEGIN { exit(2); } END { exit(0); }`)
+	if r.code != 0 {
+		t.Errorf("exit status %d, want END's 0", r.code)
+	}
+	if want := "dstar: description 'BEGIN ' matched 3 probes\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	r = dstar(t, 20*time.Second, "-q", "-n", `BEGIN { exit(0); } END { exit(3); }`)
+	if r.code != 3 {
+		t.Errorf("exit status %d, want END's 3", r.code)
+	}
+}

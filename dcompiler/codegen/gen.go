@@ -388,6 +388,7 @@ type probeGen struct {
 	lastLabel   string // made by labelNext
 	raised      map[string]bool
 	epid        uint32
+	mayExit     bool              // a clause generated so far on this probe calls exit( )
 	subprogs    asm.Instructions  // callbacks, after the program's exit
 	callbacks   map[string]string // callback names by key
 }
@@ -564,6 +565,9 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")
 	pg.fault = pfault
+	if pg.mayExit {
+		pg.exitGate()
+	}
 	if cl.Pred != nil {
 		if err := pg.expr(cl.Pred); err != nil {
 			return err
@@ -626,6 +630,26 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 // maxState is the largest per-CPU map value the kernel allocates
 // (PCPU_MIN_UNIT_SIZE): the state, with its scratch space, must fit.
 const maxState = 32 << 10
+
+// exitGate skips the rest of the probe's clauses once an earlier one has
+// called exit( ), as dtrace runs a clause only while the activity is the
+// probe's own: Inactive for BEGIN, Draining for END (whose clauses all
+// run), Active for the others. ERROR's clauses always run.
+func (pg *probeGen) exitGate() {
+	want := int32(Active)
+	if pg.isDTrace() {
+		switch pg.probe.Name {
+		case "BEGIN":
+			want = Inactive
+		case "END":
+			want = Draining
+		default:
+			return
+		}
+	}
+	pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+	pg.emit(asm.JNE.Imm(asm.R1, want, "exit"))
+}
 
 func hasExit(r *Record) bool {
 	for _, a := range r.Actions {
