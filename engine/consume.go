@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"math"
 	"os/exec"
 	"strings"
 
@@ -198,6 +199,13 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 			b = b[:i]
 		}
 		return printf.Str(string(b))
+	}
+	if d.Type.Kind == types.Float {
+		// The value's bits, as the kernel or a variable holds them.
+		if d.Type.Size == 4 {
+			return printf.Float(float64(math.Float32frombits(uint32(ne.Uint64(b)))))
+		}
+		return printf.Float(math.Float64frombits(ne.Uint64(b)))
 	}
 	size := d.Type.Size
 	if d.Type.Kind == types.Pointer {

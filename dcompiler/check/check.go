@@ -452,8 +452,10 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 				return err
 			}
 		case *ast.IfStmt:
-			if _, err := in.TypeOf(s.Cond, env); err != nil {
+			if t, err := in.TypeOf(s.Cond, env); err != nil {
 				return err
+			} else if t.Kind == types.Float || t.Kind == types.Struct {
+				return in.errorf(s.Cond.Start(), "D_OP_SCALAR", "if condition must be of scalar type")
 			}
 			if err := in.stmts(s.Then, env); err != nil {
 				return err
@@ -658,7 +660,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack, printf.ArgFloat:
 		default:
 			return nil, in.errorf(call.Pos, "D_UNKNOWN", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
@@ -678,6 +680,8 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 			a.Class = printf.ClassPointer
 		case types.Int:
 			a.Class = printf.ClassInt
+		case types.Float:
+			a.Class = printf.ClassFloat
 		case types.Stack:
 			a.Class = printf.ClassStack
 		case types.Sym:

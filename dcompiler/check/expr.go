@@ -10,6 +10,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 	"golang.org/x/sys/unix"
@@ -103,7 +104,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if xt.Kind == types.Struct {
+		if xt.Kind == types.Struct || (xt.Kind == types.Float || t.Kind == types.Float) && !sameFloat(xt, t) {
+			// A float converts to nothing else: that takes arithmetic
+			// BPF has not.
 			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
@@ -597,6 +600,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Float || y.Kind == types.Float {
+			return nil, floatOp(in, e.Pos, e.Op)
+		}
 		if x.Kind == types.Struct || y.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
@@ -688,7 +694,8 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -812,7 +819,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
-		if t.Kind == types.Struct {
+		if t.Kind == types.Struct || t.Kind == types.Float {
 			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
@@ -1560,7 +1567,7 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 	if mt.IsCharArray() {
 		return off, types.StringT(mt.Len + 1), nil
 	}
-	if mt.Kind == types.Array || mt.Kind == types.Void {
+	if mt.Kind == types.Array || mt.Kind == types.Void || mt.Kind == types.Float && mt.Size > 8 {
 		return 0, nil, in.errorf(e.Pos, "D_UNKNOWN", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
@@ -1787,4 +1794,18 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil
+}
+
+// sameFloat reports whether a and b are the same floating-point type,
+// which is all a float may be assigned from or cast to: converting takes
+// floating-point arithmetic, which BPF has not.
+func sameFloat(a, b *types.Type) bool {
+	return a.Kind == types.Float && b.Kind == types.Float && a.Size == b.Size
+}
+
+// floatOp refuses operator op on a floating-point operand: D on BPF has
+// no floating-point arithmetic, and comparing a float's bits as an
+// integer's would give wrong answers.
+func floatOp(in *Info, pos source.Pos, op string) error {
+	return in.errorf(pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type: D cannot compute with floating-point values", op)
 }
