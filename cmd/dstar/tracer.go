@@ -398,7 +398,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
-		OptionProblem: engine.OptionProblem,
+		OptionProblem: engine.OptionProblem, Version: t.opts["version"],
 	})
 }
 

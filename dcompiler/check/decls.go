@@ -220,7 +220,7 @@ func (in *Info) defined(name string) bool {
 	_, td := in.typedefs[name]
 	_, il := in.inlines[name]
 	_, ia := in.inlineArrays[name]
-	return td || il || ia || in.globals[name] != nil || isReserved(name)
+	return td || il || ia || in.globals[name] != nil || isReserved(name) && !in.hidden(name)
 }
 
 // InlineOf returns the inline constant called name, or nil.
