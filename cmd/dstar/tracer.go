@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,6 +181,9 @@ func (t *tracer) run() int {
 	}
 	if t.cfg.list {
 		return t.list()
+	}
+	if t.cfg.header {
+		return t.header()
 	}
 	t.opts = map[string]string{}
 	for _, x := range t.cfg.xopts {
@@ -684,4 +688,32 @@ func advanceAll(kids []*child, evaltime string) error {
 		}
 	}
 	return nil
+}
+
+// header is -h: the C header of the providers the scripts define, in the
+// -o file or, for one script X.d, in X.h in the current directory.
+func (t *tracer) header() int {
+	out := t.cfg.output
+	if out == "" {
+		if len(t.cfg.sources) > 1 {
+			t.errorf("-h requires an output file if multiple scripts are specified")
+			return exitUsage
+		}
+		s := t.cfg.sources[0]
+		if s.kind != 's' || !strings.HasSuffix(s.text, ".d") {
+			t.errorf("-h requires an output file if no scripts are specified")
+			return exitUsage
+		}
+		out = strings.TrimSuffix(filepath.Base(s.text), ".d") + ".h"
+	}
+	text, err := dcompiler.Header(t.files, t.cfg.libdirs, out)
+	if err != nil {
+		t.compileError(err)
+		return exitError
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+		t.errorf("failed to open header file '%s': %v", out, err)
+		return exitError
+	}
+	return exitOK
 }

@@ -327,15 +327,41 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.IsString() {
+		if t.IsString() && m.Bits == nil {
 			// A string member is a char array of strsize.
 			t, m.Len = types.CharT, in.Opts.StrSize
 		}
-		fields = append(fields, ktypes.Field{Name: m.Name, Type: t, Len: m.Len})
+		f := ktypes.Field{Name: m.Name, Type: t, Len: m.Len}
+		if m.Bits != nil {
+			if f.Bits, err = in.bitField(m, t); err != nil {
+				return nil, err
+			}
+		}
+		fields = append(fields, f)
 	}
 	t, err := ktypes.Define(def.Kind, def.Name, fields)
 	if err != nil {
 		return nil, in.errorf(def.Pos, "D_UNKNOWN", "%s %s: %v", def.Kind, def.Name, err)
 	}
 	return t, nil
+}
+
+// bitField checks the width of bit-field m of type t, as DTrace does: a
+// positive constant no wider than t, which must be an integer.
+func (in *Info) bitField(m *ast.Member2, t *types.Type) (int, error) {
+	n, ok := in.ConstInt(m.Bits)
+	if !ok || n <= 0 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFCONST", "positive integral constant expression expected as bit-field size")
+	}
+	name := m.Name
+	if name == "" {
+		name = "(anon)"
+	}
+	if _, enum := t.BTF.(*btf.Enum); t.Kind != types.Int || enum || m.Len > 0 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFTYPE", "invalid type for bit-field: %s", name)
+	}
+	if n > int64(t.Size)*8 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFSIZE", "bit-field too big for type: %s", name)
+	}
+	return int(n), nil
 }

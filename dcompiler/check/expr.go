@@ -470,6 +470,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if m, ok := Unparen(e.X).(*ast.Member); ok {
 			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array {
 				return types.UlongT, nil
+			} else if err == nil && mt.Bits > 0 {
+				return nil, in.errorf(e.Pos, "D_SIZEOF_BITFIELD", "cannot apply sizeof to a bit-field")
 			}
 		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
@@ -545,7 +547,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
 		}
 		if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Bits > 0 {
-			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field %s", m.Name)
+			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field")
 		}
 		if _, mt, err := in.KernelMember(m, env); err != nil {
 			return nil, err
@@ -1627,9 +1629,12 @@ func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	if t.Kind != types.Struct {
 		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
 	}
-	off, _, err := ktypes.Member(t, e.Member)
+	off, mt, err := ktypes.Member(t, e.Member)
 	if err != nil {
 		return 0, in.errorf(e.Pos, "D_UNKNOWN", "failed to determine offset of %s: Member name not found", e.Member)
+	}
+	if mt.Bits > 0 {
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_BITFIELD", "cannot take offset of a bit-field: %s", e.Member)
 	}
 	return off, nil
 }

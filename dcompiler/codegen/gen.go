@@ -494,14 +494,32 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
 	}
-	for _, cl := range pg.in.ClausesOf[pr.ID] {
+	for i, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
+		if i > 0 {
+			pg.clauseGate()
+		}
 		if err := pg.genClause(cl); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// clauseGate skips the rest of a probe's clauses once one has called
+// exit(), as Oracle's DTrace checks the activity state before each clause:
+// a probe's clauses run while tracing is active, BEGIN's while it has not
+// begun draining. END's and ERROR's all run.
+func (pg *probeGen) clauseGate() {
+	switch {
+	case !pg.isDTrace():
+		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+		pg.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
+	case pg.probe.Name == "BEGIN":
+		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R1, Draining, "exit"))
+	}
 }
 
 // unusedArgs tells the prologue which of arg0..arg9 and errno no clause

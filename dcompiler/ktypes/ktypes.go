@@ -131,14 +131,21 @@ type Field struct {
 	Name string
 	Type *types.Type
 	Len  int // array length, 0 for none
+	Bits int // a bit-field's width, 0 for none
 }
 
 // Define lays out a struct (or union) a D program defines, as C does:
 // each member aligned to its size (arrays to their element's, structs to
 // their widest member's), the whole padded to its alignment.
+//
+// Bit-fields are laid out as DTrace's CTF does it, not as C: each is an
+// integer of the fewest bytes (1, 2, 4 or 8) that hold it, aligned to
+// that size, starting at the first such byte after the bits before it;
+// and a struct that has them is not padded at its end (struct { int a :
+// 1; int b : 3; } has size 2).
 func Define(kind, name string, fields []Field) (*types.Type, error) {
 	var members []btf.Member
-	off, align := 0, 1
+	off, align, end, bitfields := 0, 1, 0, false
 	for _, f := range fields {
 		bt, size, a, err := btfOf(f.Type)
 		if err != nil {
@@ -148,17 +155,37 @@ func Define(kind, name string, fields []Field) (*types.Type, error) {
 			bt = &btf.Array{Index: &btf.Int{Name: "int", Size: 4}, Type: bt, Nelems: uint32(f.Len)}
 			size *= f.Len
 		}
+		if f.Bits > 0 {
+			bitfields = true
+			size = 1
+			for size*8 < f.Bits {
+				size *= 2
+			}
+			a = size
+			it := *bt.(*btf.Int)
+			it.Size = uint32(size)
+			bt = &it
+		}
 		align = max(align, a)
+		m := btf.Member{Name: f.Name, Type: bt, BitfieldSize: btf.Bits(f.Bits)}
 		if kind == "union" {
-			members = append(members, btf.Member{Name: f.Name, Type: bt})
+			members = append(members, m)
 			off = max(off, size)
 			continue
 		}
-		off = (off + a - 1) / a * a
-		members = append(members, btf.Member{Name: f.Name, Type: bt, Offset: btf.Bits(off * 8)})
-		off += size
+		start := (end + 7) / 8
+		start = (start + a - 1) / a * a
+		m.Offset = btf.Bits(start * 8)
+		members = append(members, m)
+		off, end = start+size, start*8+size*8
+		if f.Bits > 0 {
+			end = start*8 + f.Bits
+		}
 	}
 	size := (off + align - 1) / align * align
+	if bitfields {
+		size = off
+	}
 	var bt btf.Type
 	if kind == "union" {
 		bt = &btf.Union{Name: name, Size: uint32(size), Members: members}

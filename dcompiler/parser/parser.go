@@ -467,15 +467,31 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				return nil, err
 			}
 		}
-		if p.tok.Kind != lexer.Ident {
+		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
 		// "int x, *y, z[4];": each name after a comma has the base type
 		// with its own stars and array.
 		for {
-			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
-			if err := p.next(); err != nil {
-				return nil, err
+			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner}
+			if p.tok.Kind == lexer.Ident {
+				m.Name = p.tok.Text
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Is(":") {
+				// A bit-field: "int a : 3;", or unnamed padding "int : 2;".
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				w, err := p.cond()
+				if err != nil {
+					return nil, err
+				}
+				m.Bits = w
+			} else if m.Name == "" {
+				return nil, p.syntaxError()
 			}
 			if p.tok.Is("[") {
 				if err := p.next(); err != nil {
@@ -709,6 +725,16 @@ func (p *parser) program() (*ast.Program, error) {
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
+		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
+			p.lx.Reset(int(t.Pos))
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			d, err := p.providerDef()
+			if err != nil {
+				return nil, err
+			}
+			prog.Providers = append(prog.Providers, d)
 		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
@@ -732,6 +758,97 @@ func (p *parser) program() (*ast.Program, error) {
 			return nil, p.syntaxError()
 		}
 	}
+}
+
+// providerDef parses "provider NAME { probe NAME(ARGS) [: (ARGS)]; ... }",
+// the current token being "provider". "provider" is a keyword in D, so
+// this is never a probe description. It ends at the '}'.
+func (p *parser) providerDef() (*ast.ProviderDef, error) {
+	d := &ast.ProviderDef{File: p.f, Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	d.Name = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("{"); err != nil {
+		return nil, err
+	}
+	for !p.tok.Is("}") {
+		if p.tok.Kind != lexer.Ident || p.tok.Text != "probe" {
+			return nil, p.syntaxError()
+		}
+		pd := &ast.ProbeDef{Pos: p.tok.Pos}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		pd.Name = p.tok.Text
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		args, err := p.probeArgs()
+		if err != nil {
+			return nil, err
+		}
+		pd.Args = args
+		if p.tok.Is(":") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if pd.XArgs, err = p.probeArgs(); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		d.Probes = append(d.Probes, pd)
+	}
+	return d, nil
+}
+
+// probeArgs parses a probe definition's "(TYPE [NAME], ...)", "()" or
+// "(void)", and the token after it.
+func (p *parser) probeArgs() ([]*ast.ProbeArg, error) {
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	var args []*ast.ProbeArg
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "void" && p.lx.PeekByte() == ')' {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	for !p.tok.Is(")") {
+		if len(args) > 0 {
+			if err := p.expect(","); err != nil {
+				return nil, err
+			}
+		}
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) && !p.kernelTypeAt(sizeofShape) {
+			return nil, p.syntaxError()
+		}
+		tn, err := p.typeName()
+		if err != nil {
+			return nil, err
+		}
+		a := &ast.ProbeArg{Type: tn}
+		if p.tok.Kind == lexer.Ident {
+			a.Name = p.tok.Text
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+		args = append(args, a)
+	}
+	return args, p.next()
 }
 
 // clause parses the rest of a clause whose first description is first.

@@ -123,8 +123,8 @@ func ProbeError(f ProbeFault) string {
 // Usage returns dtrace's usage text, as printed (to stderr, with exit status
 // 2) when it is run without arguments or with a bad option, with prog in
 // place of "dtrace". This is dtrace-utils' text, which has no -a and -A
-// (anonymous tracing; see MESSAGES.md for illumos'), with -G, -h and -S
-// saying what dstar does with them, then dstar's own commands.
+// (anonymous tracing; see MESSAGES.md for illumos'), with -G and -S
+// saying what dstar does with them, then dstar's own commands and --help.
 func Usage(prog string) string {
 	const predact = "[[ predicate ] action ]"
 	return "Usage: " + prog + " [-32|-64] [-CeFGhHlqSvVwZ] [-b bufsz] [-c cmd] [-D name[=def]]\n" +
@@ -148,7 +148,7 @@ func Usage(prog string) string {
 		"\t-f  enable or list probes matching the specified function name\n" +
 		"\t-F  coalesce trace output by function\n" +
 		"\t-G  (refused: <sys/sdt.h> probes need no generated ELF file)\n" +
-		"\t-h  print this help\n" +
+		"\t-h  generate a header file with definitions for static probes\n" +
 		"\t-H  print included files when invoking preprocessor\n" +
 		"\t-i  enable or list probes matching the specified probe id\n" +
 		"\t-I  add include directory to preprocessor search path\n" +
@@ -172,7 +172,8 @@ func Usage(prog string) string {
 		"\n" +
 		"\t" + prog + " run FILE.star [args]   run a Starlark script\n" +
 		"\t" + prog + " repl                   the Starlark REPL (also " + prog + " alone, on a terminal)\n" +
-		"\t" + prog + " tool NAME [flags]      a ready-made tool; " + prog + " tool lists them\n"
+		"\t" + prog + " tool NAME [flags]      a ready-made tool; " + prog + " tool lists them\n" +
+		"\t" + prog + " --help                 print this help\n"
 }
 
 // Exit statuses of dtrace: 0 on success (or the status given to exit()),
