@@ -33,6 +33,7 @@ type Options struct {
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	Version      string   // -x version: the D version asked for ("" for the latest)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error

@@ -53,6 +53,7 @@ type parser struct {
 	lx       *lexer.Lexer
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
+	item     int             // where the clause or declaration being parsed starts
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -379,8 +380,8 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-	} else if p.tok.Kind == lexer.Ident {
-		// "struct [tag] { ... } x[5], y;": the definition, then variables
+	} else if p.tok.Kind == lexer.Ident || p.tok.Is("*") {
+		// "struct [tag] { ... } x[5], *y;": the definition, then variables
 		// of it. One without a tag gets one no name can spell.
 		if name == "" {
 			p.anon++
@@ -388,8 +389,17 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			def.Name = name
 		}
 		for {
+			ptr := 0
+			for ; p.tok.Is("*"); ptr++ {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
 			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
-				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name, Ptr: ptr}}
 			if err := p.next(); err != nil {
 				return nil, err
 			}
@@ -402,9 +412,6 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			}
 			if err := p.next(); err != nil {
 				return nil, err
-			}
-			if p.tok.Kind != lexer.Ident {
-				return nil, p.syntaxError()
 			}
 		}
 	} else if name == "" {
@@ -631,6 +638,23 @@ func (p *parser) next() error {
 }
 
 func (p *parser) syntaxError() error {
+	// DTrace's lexer counts parentheses and brackets, and names an
+	// unbalanced one rather than the token it stopped at.
+	if p.tok.Is(")") || p.tok.Is("]") {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		if p.tok.Is(")") && parens <= 0 || p.tok.Is("]") && bracks <= 0 {
+			return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "extra %s in input stream", p.tok.Text)
+		}
+	}
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		switch {
+		case parens > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ) expected in predicate before /")
+		case bracks > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ] expected in predicate before /")
+		}
+	}
 	if p.tok.Kind == lexer.EOF {
 		return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near end of input")
 	}
@@ -645,6 +669,44 @@ func (p *parser) syntaxError() error {
 		text = "$" + text
 	}
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
+}
+
+// nesting counts the parentheses and brackets open before off, from the
+// start of the clause or declaration.
+func (p *parser) nesting(off int) (parens, bracks int) {
+	lx := lexer.New(p.f)
+	lx.Reset(p.item)
+	for lx.Offset() < off {
+		at := lx.Offset()
+		t, err := lx.Next()
+		if err != nil {
+			lx.Reset(at + 1)
+			continue
+		}
+		if t.Kind == lexer.EOF || int(t.Pos) >= off {
+			break
+		}
+		switch {
+		case t.Is("("):
+			parens++
+		case t.Is(")"):
+			parens--
+		case t.Is("["):
+			bracks++
+		case t.Is("]"):
+			bracks--
+		}
+	}
+	return parens, bracks
+}
+
+// afterSpace returns the offset of the first byte at or after off that is
+// not white space: where DTrace's lexer is once it has looked past a '/'.
+func (p *parser) afterSpace(off source.Pos) source.Pos {
+	for int(off) < len(p.f.Text) && strings.IndexByte(" \t\n\r\f\v", p.f.Text[off]) >= 0 {
+		off++
+	}
+	return off
 }
 
 // expect consumes operator op or fails with a syntax error.
@@ -662,6 +724,7 @@ func (p *parser) program() (*ast.Program, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
 			return prog, nil
@@ -830,12 +893,20 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 			return nil, p.syntaxError()
 		}
 		c.Pred = pred
+		end := p.afterSpace(p.tok.End)
 		if t, err = p.lx.NextOuter(); err != nil {
 			return nil, err
 		}
+		if !t.Is("{") {
+			return nil, source.Errorf(p.f, end, "D_SYNTAX", "expected actions { } following probe description and predicate")
+		}
 	}
-	if t.Kind == lexer.EOF || t.Is(";") {
-		// A clause without an action list takes the default action.
+	if t.Kind == lexer.EOF || t.Is(";") || !t.Is("{") && p.f.Name != "" {
+		// A clause without an action list takes the default action,
+		// but only in a description (-n): a file's clause needs one.
+		if p.f.Name != "" {
+			return nil, source.Errorf(p.f, t.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		return c, nil
 	}
 	if !t.Is("{") {
