@@ -5,6 +5,7 @@
 package check
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -335,14 +336,18 @@ func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
 		return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 	}
 	var probes []*providers.Probe
+	why := ""
 	if in.Opts.Probes != nil {
 		probes, err = in.Opts.Probes.Match(desc)
-		if err != nil {
+		var np *providers.NoProbeError
+		if errors.As(err, &np) {
+			probes, why = nil, " ("+np.Reason+")"
+		} else if err != nil {
 			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 		}
 	}
 	if len(probes) == 0 && !in.Opts.AllowZero {
-		return nil, &NoMatchError{Desc: desc.String(), Err: in.errorf(d.Pos, "D_PDESC_ZERO", "probe description %s does not match any probes", desc)}
+		return nil, &NoMatchError{Desc: desc.String(), Err: in.errorf(d.Pos, "D_PDESC_ZERO", "probe description %s does not match any probes%s", desc, why)}
 	}
 	return probes, nil
 }
