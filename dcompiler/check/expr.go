@@ -575,7 +575,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
-	t, err := in.lvalue(x, types.IntT, env)
+	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
+	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
 		return nil, err
 	}
@@ -843,7 +844,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
-			if k.Size > a.Keys[i].Size {
+			// An integer key keeps the type its first use gave it, as in
+			// DTrace: a wider one is converted to it.
+			if k.Size > a.Keys[i].Size && k.Kind != types.Int {
 				a.Keys[i] = k
 			}
 		}

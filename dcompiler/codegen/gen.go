@@ -385,6 +385,7 @@ type probeGen struct {
 	recOff      int    // next free byte in the record
 	recMoved    bool   // recWindow has moved regRecord in the current clause
 	fault       string // where a fault in the current clause jumps
+	drop        string // where speculate( ) on no active speculation drops the clause
 	lastLabel   string // made by labelNext
 	raised      map[string]bool
 	epid        uint32
@@ -495,9 +496,15 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
 	}
-	for _, cl := range pg.in.ClausesOf[pr.ID] {
+	for i, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
+		if i > 0 && !(pg.isDTrace() && (pr.Name == "END" || pr.Name == "ERROR")) {
+			// After exit( ), the probe's later clauses do not run, as
+			// in DTrace; END runs while draining, and ERROR always.
+			pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+			pg.emit(asm.JEq.Imm(asm.R1, Draining, "exit"))
+		}
 		if err := pg.genClause(cl); err != nil {
 			return err
 		}
@@ -580,6 +587,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	}
 	pg.record = rec
 	bfault := pg.newLabel("body_fault")
+	pg.drop = pg.newLabel("clause_drop")
 	if rec != nil {
 		pg.reserve(rec.Size, end)
 		pg.fault = bfault
@@ -601,7 +609,18 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	// Faults: drop the clause's record, report the fault, go on with the
 	// next clause. Handlers nothing jumps to are left out: the verifier
 	// rejects unreachable code.
-	if pg.raised[bfault] || pg.raised[pfault] {
+	if pg.raised[bfault] || pg.raised[pfault] || pg.raised[pg.drop] {
+		pg.emit(asm.Ja.Label(end))
+	}
+	if pg.raised[pg.drop] {
+		// speculate( ) found no active speculation: as in DTrace, the
+		// clause ends there and records nothing.
+		pg.label(pg.drop)
+		if pg.recMoved {
+			pg.emit(asm.LoadMem(regRecord, asm.RFP, stackRecord, asm.DWord))
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, 0))
+		pg.call(asm.FnRingbufDiscard)
 		pg.emit(asm.Ja.Label(end))
 	}
 	if pg.raised[bfault] {

@@ -47,7 +47,8 @@ const (
 const (
 	GlActivity   = 0  // Inactive, Active or Draining
 	GlWallOffset = 8  // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
-	GlSpecs      = 16 // one u64 per speculation buffer: 1 while in use
+	GlSpecFailed = 16 // speculation( ) calls that found no free buffer
+	GlSpecs      = 24 // one u64 per speculation buffer: 1 while in use
 
 )
 
@@ -68,8 +69,7 @@ const (
 	HdrSize      = 24
 )
 
-// SpecMark marks a speculative record: speculate(0), with no buffer to
-// speculate into, still marks it, so that it is dropped.
+// SpecMark marks a speculative record.
 const SpecMark = -0x80000000
 
 // FaultEPID marks a fault record. Its body is FaultBody.
