@@ -17,6 +17,34 @@ type Program struct {
 	Pragmas []*Pragma
 	Decls   []*Decl
 	Macros  []string // macro variables the expressions name ("1", "$2", "target")
+	// Providers are "provider NAME { probe ...; };" definitions, which
+	// dtrace -h turns into a C header of probe macros.
+	Providers []*ProviderDef
+}
+
+// ProviderDef is "provider NAME { probe NAME(ARGS) [: (ARGS)]; ... };".
+type ProviderDef struct {
+	File   *source.File
+	Pos    source.Pos
+	Name   string
+	Probes []*ProbeDef
+}
+
+// ProbeDef is one probe of a provider definition: its name as written
+// ("query__start", which DTrace names query-start), the native arguments
+// the program passes, and the translated ones (after ':') when given.
+type ProbeDef struct {
+	Pos   source.Pos
+	Name  string
+	Args  []*ProbeArg
+	XArgs []*ProbeArg
+}
+
+// ProbeArg is one argument of a probe definition: a type and an optional
+// name.
+type ProbeArg struct {
+	Type *TypeName
+	Name string
 }
 
 // Decl is a declaration outside clauses: a variable with its type

@@ -54,6 +54,9 @@ func (in *Info) decls() error {
 			return err
 		}
 		if in.defined(d.Name) {
+			if d.Inline {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redefined: %s\n\t current: inline definition\n\tprevious: %s", d.Name, in.idKind(d.Name))
+			}
 			return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redeclared: %s", d.Name)
 		}
 		switch {
@@ -237,7 +240,38 @@ func (in *Info) defined(name string) bool {
 	_, td := in.typedefs[name]
 	_, il := in.inlines[name]
 	_, ia := in.inlineArrays[name]
-	return td || il || ia || in.globals[name] != nil || isReserved(name)
+	return td || il || ia || in.globals[name] != nil || isReserved(name) && !in.hidden(name)
+}
+
+// idKind names what a defined identifier is, as DTrace does when an
+// inline would redefine it.
+func (in *Info) idKind(name string) string {
+	switch {
+	case in.inlines[name] != nil:
+		return "scalar inline"
+	case in.inlineArrays[name] != nil:
+		return "associative array inline"
+	case in.globals[name] != nil && in.globals[name].Keys != nil:
+		return "associative array "
+	case aggFuncs[name] != [2]int{}:
+		return "aggregating function "
+	case AggActions[name] || isActionFunc(name):
+		return "tracing function "
+	case isAction(name):
+		return "function "
+	}
+	return "scalar "
+}
+
+// isActionFunc reports whether name is one of D's actions (DTrace's
+// tracing functions) rather than a subroutine.
+func isActionFunc(name string) bool {
+	switch name {
+	case "printf", "trace", "exit", "tracemem", "print", "speculate", "commit", "discard", "setopt",
+		"freopen", "ftruncate", "stack", "ustack", "system", "raise", "stop", "chill", "breakpoint", "panic":
+		return true
+	}
+	return false
 }
 
 // InlineOf returns the inline constant called name, or nil.

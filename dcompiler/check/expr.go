@@ -575,7 +575,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
-	t, err := in.lvalue(x, types.IntT, env)
+	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
+	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
 		return nil, err
 	}
@@ -843,7 +844,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
-			if k.Size > a.Keys[i].Size {
+			// An integer key keeps the type its first use gave it, as in
+			// DTrace: a wider one is converted to it.
+			if k.Size > a.Keys[i].Size && k.Kind != types.Int {
 				a.Keys[i] = k
 			}
 		}
@@ -920,7 +923,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	}
 	switch e.Fn {
 	case "stack", "ustack":
-		return in.stackType(e)
+		return in.stackType(e, argTypes)
 	case "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
 		return in.symType(e, argTypes)
 	case "printf":
@@ -1076,16 +1079,27 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		// tracemem(addr, size[, n]): n, when given, is how many of the
 		// size bytes to print.
 		if len(e.Args) > 3 {
-			return nil, in.errorf(e.Args[3].Start(), "D_TRACEMEM_ARGS", "tracemem ( ) prototype mismatch: expected at most 3 args")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "tracemem( ) prototype mismatch: %d args passed, at most 3 expected", len(e.Args))
 		}
 		if err := in.argCount(e, 2, 3); err != nil {
 			return nil, err
 		}
+		if !argTypes[1].IsInt() {
+			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "tracemem( ) argument #2 is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", argTypes[1])
+		}
 		if len(e.Args) == 3 && !argTypes[2].IsInt() {
 			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
 		}
-		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
+		// An array or a string in memory (curthread->comm) is its
+		// address, as DTrace takes an array for a pointer.
+		if k := argTypes[0].Kind; !argTypes[0].IsScalar() && k != types.Array && k != types.String {
+			return nil, in.errorf(e.Args[0].Start(), "D_TRACEMEM_ADDR", "tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: %s", argTypes[0])
+		}
+		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 {
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a non-zero positive integral constant expression")
+		} else if n > 1024 {
+			// dstar's limit: the record holds the bytes.
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most 1024")
 		}
 		return types.VoidT, nil
 	case PathFn:

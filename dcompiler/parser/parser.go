@@ -55,6 +55,7 @@ type parser struct {
 	lx       *lexer.Lexer
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
+	item     int             // where the clause or declaration being parsed starts
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -508,8 +509,8 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-	} else if p.tok.Kind == lexer.Ident {
-		// "struct [tag] { ... } x[5], y;": the definition, then variables
+	} else if p.tok.Kind == lexer.Ident || p.tok.Is("*") {
+		// "struct [tag] { ... } x[5], *y;": the definition, then variables
 		// of it. One without a tag gets one no name can spell.
 		if name == "" {
 			p.anon++
@@ -517,8 +518,17 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			def.Name = name
 		}
 		for {
+			ptr := 0
+			for ; p.tok.Is("*"); ptr++ {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
 			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
-				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name, Ptr: ptr}}
 			if err := p.next(); err != nil {
 				return nil, err
 			}
@@ -531,9 +541,6 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			}
 			if err := p.next(); err != nil {
 				return nil, err
-			}
-			if p.tok.Kind != lexer.Ident {
-				return nil, p.syntaxError()
 			}
 		}
 	} else if name == "" {
@@ -765,6 +772,23 @@ func (p *parser) next() error {
 }
 
 func (p *parser) syntaxError() error {
+	// DTrace's lexer counts parentheses and brackets, and names an
+	// unbalanced one rather than the token it stopped at.
+	if p.tok.Is(")") || p.tok.Is("]") {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		if p.tok.Is(")") && parens <= 0 || p.tok.Is("]") && bracks <= 0 {
+			return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "extra %s in input stream", p.tok.Text)
+		}
+	}
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		switch {
+		case parens > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ) expected in predicate before /")
+		case bracks > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ] expected in predicate before /")
+		}
+	}
 	if p.tok.Kind == lexer.EOF {
 		return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near end of input")
 	}
@@ -781,6 +805,44 @@ func (p *parser) syntaxError() error {
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
 }
 
+// nesting counts the parentheses and brackets open before off, from the
+// start of the clause or declaration.
+func (p *parser) nesting(off int) (parens, bracks int) {
+	lx := lexer.New(p.f)
+	lx.Reset(p.item)
+	for lx.Offset() < off {
+		at := lx.Offset()
+		t, err := lx.Next()
+		if err != nil {
+			lx.Reset(at + 1)
+			continue
+		}
+		if t.Kind == lexer.EOF || int(t.Pos) >= off {
+			break
+		}
+		switch {
+		case t.Is("("):
+			parens++
+		case t.Is(")"):
+			parens--
+		case t.Is("["):
+			bracks++
+		case t.Is("]"):
+			bracks--
+		}
+	}
+	return parens, bracks
+}
+
+// afterSpace returns the offset of the first byte at or after off that is
+// not white space: where DTrace's lexer is once it has looked past a '/'.
+func (p *parser) afterSpace(off source.Pos) source.Pos {
+	for int(off) < len(p.f.Text) && strings.IndexByte(" \t\n\r\f\v", p.f.Text[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
 // expect consumes operator op or fails with a syntax error.
 func (p *parser) expect(op string) error {
 	if !p.tok.Is(op) {
@@ -795,12 +857,23 @@ func (p *parser) program(prog *ast.Program) error {
 		if err != nil {
 			return err
 		}
+		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
 			return nil
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
+		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
+			p.lx.Reset(int(t.Pos))
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			d, err := p.providerDef()
+			if err != nil {
+				return nil, err
+			}
+			prog.Providers = append(prog.Providers, d)
 		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
@@ -824,6 +897,97 @@ func (p *parser) program(prog *ast.Program) error {
 			return p.syntaxError()
 		}
 	}
+}
+
+// providerDef parses "provider NAME { probe NAME(ARGS) [: (ARGS)]; ... }",
+// the current token being "provider". "provider" is a keyword in D, so
+// this is never a probe description. It ends at the '}'.
+func (p *parser) providerDef() (*ast.ProviderDef, error) {
+	d := &ast.ProviderDef{File: p.f, Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	d.Name = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("{"); err != nil {
+		return nil, err
+	}
+	for !p.tok.Is("}") {
+		if p.tok.Kind != lexer.Ident || p.tok.Text != "probe" {
+			return nil, p.syntaxError()
+		}
+		pd := &ast.ProbeDef{Pos: p.tok.Pos}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		pd.Name = p.tok.Text
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		args, err := p.probeArgs()
+		if err != nil {
+			return nil, err
+		}
+		pd.Args = args
+		if p.tok.Is(":") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if pd.XArgs, err = p.probeArgs(); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		d.Probes = append(d.Probes, pd)
+	}
+	return d, nil
+}
+
+// probeArgs parses a probe definition's "(TYPE [NAME], ...)", "()" or
+// "(void)", and the token after it.
+func (p *parser) probeArgs() ([]*ast.ProbeArg, error) {
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	var args []*ast.ProbeArg
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "void" && p.lx.PeekByte() == ')' {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	for !p.tok.Is(")") {
+		if len(args) > 0 {
+			if err := p.expect(","); err != nil {
+				return nil, err
+			}
+		}
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) && !p.kernelTypeAt(sizeofShape) {
+			return nil, p.syntaxError()
+		}
+		tn, err := p.typeName()
+		if err != nil {
+			return nil, err
+		}
+		a := &ast.ProbeArg{Type: tn}
+		if p.tok.Kind == lexer.Ident {
+			a.Name = p.tok.Text
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+		args = append(args, a)
+	}
+	return args, p.next()
 }
 
 // clause parses the rest of a clause whose first description is first.
@@ -862,12 +1026,20 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 			return nil, p.syntaxError()
 		}
 		c.Pred = pred
+		end := p.afterSpace(p.tok.End)
 		if t, err = p.lx.NextOuter(); err != nil {
 			return nil, err
 		}
+		if !t.Is("{") {
+			return nil, source.Errorf(p.f, end, "D_SYNTAX", "expected actions { } following probe description and predicate")
+		}
 	}
-	if t.Kind == lexer.EOF || t.Is(";") {
-		// A clause without an action list takes the default action.
+	if t.Kind == lexer.EOF || t.Is(";") || !t.Is("{") && p.f.Name != "" {
+		// A clause without an action list takes the default action,
+		// but only in a description (-n): a file's clause needs one.
+		if p.f.Name != "" {
+			return nil, source.Errorf(p.f, t.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		return c, nil
 	}
 	if !t.Is("{") {
