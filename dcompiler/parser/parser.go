@@ -867,11 +867,11 @@ func (p *parser) program(prog *ast.Program) error {
 		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
-				return nil, err
+				return err
 			}
 			d, err := p.providerDef()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			prog.Providers = append(prog.Providers, d)
 		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
