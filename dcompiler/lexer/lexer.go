@@ -7,7 +7,6 @@
 package lexer
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -406,7 +405,7 @@ func (l *Lexer) quoted(q byte) (string, error) {
 			b.WriteByte('\f')
 		case 'v':
 			b.WriteByte('\v')
-		case '\\', '\'', '"', '?':
+		case '\\', '"':
 			b.WriteByte(e)
 		case 'x':
 			n := 0
@@ -428,7 +427,10 @@ func (l *Lexer) quoted(q byte) (string, error) {
 			}
 			b.WriteByte(byte(v))
 		default:
-			return "", l.errorf(l.off-2, "invalid escape sequence %s", fmt.Sprintf("\\%c", e))
+			// As DTrace's stresc2chr: any other character after a
+			// backslash ('\?', '\'', '\c') keeps the backslash.
+			b.WriteByte('\\')
+			b.WriteByte(e)
 		}
 	}
 }
