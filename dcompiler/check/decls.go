@@ -334,7 +334,13 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		seen[m.Name] = true
 		var t *types.Type
 		var err error
-		if m.Def != nil {
+		if m.Def != nil && m.Def.Name != "" {
+			// A tagged definition in place defines its tag, then is
+			// the member's type.
+			if err = in.typeDef(&ast.Decl{Pos: m.Def.Pos, Def: m.Def}); err == nil {
+				t, err = in.typeName(m.Type)
+			}
+		} else if m.Def != nil {
 			t, err = in.layout(m.Def)
 		} else if t, err = in.typeName(m.Type); err != nil {
 			if ierr := in.incomplete(m.Type, m.Name); ierr != nil {

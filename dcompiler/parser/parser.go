@@ -601,6 +601,21 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 			if inner, err = p.typeBody(mt.Name, "", mt.Pos); err != nil {
 				return nil, err
 			}
+		} else if mt.Name == "enum" && p.tok.Is("{") {
+			// An anonymous "enum { A, B } e;": its enumerators are
+			// the program's; its type gets a name no one can spell.
+			p.anon++
+			mt = &ast.TypeName{Pos: mt.Pos, Name: "enum <anon" + strconv.Itoa(p.anon) + ">"}
+			if inner, err = p.typeBody("enum", mt.Name[len("enum "):], mt.Pos); err != nil {
+				return nil, err
+			}
+		} else if kind, tag, _ := strings.Cut(mt.Name, " "); p.tok.Is("{") && mt.Ptr == 0 && tag != "" &&
+			(kind == "struct" || kind == "union" || kind == "enum") {
+			// "enum colors { ... } e;": a tagged definition in place,
+			// whose tag, as in C, is the whole program's.
+			if inner, err = p.typeBody(kind, tag, mt.Pos); err != nil {
+				return nil, err
+			}
 		}
 		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
