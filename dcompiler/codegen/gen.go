@@ -496,15 +496,9 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
 	}
-	for i, cl := range pg.in.ClausesOf[pr.ID] {
+	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
-		if i > 0 && !(pg.isDTrace() && (pr.Name == "END" || pr.Name == "ERROR")) {
-			// After exit( ), the probe's later clauses do not run, as
-			// in DTrace; END runs while draining, and ERROR always.
-			pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
-			pg.emit(asm.JEq.Imm(asm.R1, Draining, "exit"))
-		}
 		if err := pg.genClause(cl); err != nil {
 			return err
 		}
