@@ -5,6 +5,7 @@
 package check
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,7 @@ type Options struct {
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	Version      string   // -x version: the D version asked for ("" for the latest)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error
@@ -334,14 +336,18 @@ func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
 		return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 	}
 	var probes []*providers.Probe
+	why := ""
 	if in.Opts.Probes != nil {
 		probes, err = in.Opts.Probes.Match(desc)
-		if err != nil {
+		var np *providers.NoProbeError
+		if errors.As(err, &np) {
+			probes, why = nil, " ("+np.Reason+")"
+		} else if err != nil {
 			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 		}
 	}
 	if len(probes) == 0 && !in.Opts.AllowZero {
-		return nil, &NoMatchError{Desc: desc.String(), Err: in.errorf(d.Pos, "D_PDESC_ZERO", "probe description %s does not match any probes", desc)}
+		return nil, &NoMatchError{Desc: desc.String(), Err: in.errorf(d.Pos, "D_PDESC_ZERO", "probe description %s does not match any probes%s", desc, why)}
 	}
 	return probes, nil
 }
@@ -526,8 +532,10 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 				return err
 			}
 		case *ast.IfStmt:
-			if _, err := in.TypeOf(s.Cond, env); err != nil {
+			if t, err := in.TypeOf(s.Cond, env); err != nil {
 				return err
+			} else if t.Kind == types.Float || t.Kind == types.Struct {
+				return in.errorf(s.Cond.Start(), "D_OP_SCALAR", "if condition must be of scalar type")
 			}
 			if err := in.stmts(s.Then, env); err != nil {
 				return err
@@ -732,7 +740,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack, printf.ArgFloat:
 		default:
 			return nil, in.errorf(call.Pos, "D_UNKNOWN", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
@@ -752,6 +760,8 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 			a.Class = printf.ClassPointer
 		case types.Int:
 			a.Class = printf.ClassInt
+		case types.Float:
+			a.Class = printf.ClassFloat
 		case types.Stack:
 			a.Class = printf.ClassStack
 		case types.Sym:

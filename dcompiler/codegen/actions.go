@@ -345,6 +345,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	if call.Fn == "exit" {
 		// No probe fires after exit(); END still will.
 		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
+		pg.mayExit = true
 	}
 	return nil
 }
