@@ -301,55 +301,54 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 	if e.Fn == "printa" {
 		return in.printa(e, env)
 	}
-	args := e.Args
-	nagg := 0
-	for i, a := range args {
-		av, ok := Unparen(a).(*ast.AggVar)
-		if !ok {
-			if i == 0 {
-				return in.notAggregation(e, a, 1, env)
-			}
-			break
-		}
-		if in.aggs[av.Name] == nil {
-			return in.undefinedAgg(e, av)
-		}
-		nagg++
-	}
-	rest := args[nagg:]
+	// DTrace's order: the prototype (clear(@), denormalize(@),
+	// normalize(@, uint64_t), trunc(@, [int64_t])), then that the first
+	// argument is an aggregation, then that the aggregation exists.
+	lo, hi, param := 1, 1, ""
 	switch e.Fn {
-	case "clear":
-		if nagg != 1 || len(rest) > 0 {
-			return in.errorf(e.Pos, "D_CLEAR_PROTO", "clear( ) prototype mismatch: %d args passed, 1 expected", len(e.Args))
-		}
-	case "denormalize", "normalize":
-		// dtrace checks both with normalize's tags.
-		want := 2
-		if e.Fn == "denormalize" {
-			want = 1
-		}
-		if nagg != 1 || len(e.Args) != want {
-			return in.errorf(e.Pos, "D_NORMALIZE_PROTO", "%s( ) prototype mismatch: %d args passed, %d expected", e.Fn, len(e.Args), want)
-		}
+	case "normalize":
+		lo, hi, param = 2, 2, "uint64_t"
 	case "trunc":
-		if nagg != 1 || len(rest) > 1 {
-			want := "at least 1"
-			if len(e.Args) > 2 {
-				want = "no more than 2"
-			}
-			return in.errorf(e.Pos, "D_TRUNC_PROTO", "trunc( ) prototype mismatch: %d args passed, %s expected", len(e.Args), want)
-		}
+		lo, hi, param = 1, 2, "int64_t"
 	}
-	if e.Fn == "trunc" || e.Fn == "normalize" {
-		for _, r := range rest {
-			t, err := in.TypeOf(r, env)
+	if n := len(e.Args); n < lo || n > hi {
+		cmp, want := "", lo
+		switch {
+		case lo != hi && n < lo:
+			cmp = "at least "
+		case lo != hi:
+			cmp, want = "at most ", hi
+		}
+		return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s%d expected", e.Fn, n, plural(n), cmp, want)
+	}
+	if len(e.Args) == 2 {
+		a := e.Args[1]
+		name := "aggregation"
+		if _, ok := Unparen(a).(*ast.AggVar); !ok {
+			t, err := in.TypeOf(a, env)
 			if err != nil {
 				return err
 			}
-			if !t.IsInt() {
-				return in.errorf(r.Start(), "D_"+strings.ToUpper(e.Fn)+"_SCALAR", "%s( ) argument #2 must be of scalar type", e.Fn)
+			if t.IsInt() {
+				name = ""
+			} else {
+				name = t.String()
 			}
 		}
+		if name != "" {
+			return in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #2 is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, param, name)
+		}
+	}
+	tag := "D_" + strings.ToUpper(strings.TrimPrefix(e.Fn, "de"))
+	av, ok := Unparen(e.Args[0]).(*ast.AggVar)
+	if !ok {
+		if c, ok := Unparen(e.Args[0]).(*ast.Call); ok && isAggFunc(c.Fn) {
+			return in.errorf(e.Args[0].Start(), tag+"_AGGARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: aggregating function", e.Fn)
+		}
+		return in.notAggregation(e, e.Args[0], 1, env)
+	}
+	if in.aggs[av.Name] == nil {
+		return in.undefinedAgg(e, av)
 	}
 	return nil
 }
@@ -586,9 +585,45 @@ func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
 	return t, nil
 }
 
+// aggOperand rejects an aggregation as an operand of + or - or of a
+// comparison as dtrace does: it types the aggregation "aggregation",
+// incompatible with anything.
+func (in *Info) aggOperand(e *ast.Binary, env *Env) error {
+	if e.Op != "+" && e.Op != "-" && !compareOps[e.Op] {
+		return nil
+	}
+	_, xagg := Unparen(e.X).(*ast.AggVar)
+	_, yagg := Unparen(e.Y).(*ast.AggVar)
+	if !xagg && !yagg {
+		return nil
+	}
+	name := func(x ast.Expr) (string, error) {
+		if av, ok := Unparen(x).(*ast.AggVar); ok && in.aggs[av.Name] != nil {
+			return "aggregation", nil
+		}
+		t, err := in.TypeOf(x, env)
+		if err != nil {
+			return "", err
+		}
+		return t.String(), nil
+	}
+	x, err := name(e.X)
+	if err != nil {
+		return err
+	}
+	y, err := name(e.Y)
+	if err != nil {
+		return err
+	}
+	return in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+}
+
 var compareOps = map[string]bool{"==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true}
 
 func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
+	if err := in.aggOperand(e, env); err != nil {
+		return nil, err
+	}
 	x, err := in.TypeOf(e.X, env)
 	if err != nil {
 		return nil, err
@@ -1151,6 +1186,11 @@ func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
 	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
 }
 
+func isAggFunc(name string) bool {
+	_, ok := aggFuncs[name]
+	return ok
+}
+
 func plural(n int) string {
 	if n == 1 {
 		return ""
@@ -1331,7 +1371,7 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 		if limit < math.MinInt32 || limit > math.MaxInt32 {
 			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_LIMVAL", "lquantize( ) argument #2 must be a 32-bit quantity")
 		}
-		if limit < base {
+		if limit <= base {
 			return nil, in.errorf(call.Pos, "D_LQUANT_MISMATCH", "lquantize( ) base (argument #1) must be less than limit (argument #2)")
 		}
 		step := int64(1)
@@ -1384,6 +1424,9 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
+		if steps <= 0 && len(call.Args) > 4 {
+			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_STEPTYPE", "llquantize( ) argument #4 must be a non-zero positive integer constant")
+		}
 		if steps <= 0 || steps > math.MaxUint16 {
 			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_STEPVAL", "llquantize( ) argument #4 must be an unsigned 16-bit quantity")
 		}
@@ -1400,7 +1443,7 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 			// With lmag > 0 the first magnitude's steps span
 			// factor^(lmag+1); dtrace's message says lmag==0 here too.
 			if low > 0 && !powOverflows(factor, low+1) && ipow(factor, low+1)%steps != 0 {
-				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag==0")
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag>0")
 			}
 		}
 		return []int64{factor, low, high, steps}, nil

@@ -1533,6 +1533,13 @@ func (p *parser) postfixOf(x ast.Expr) (ast.Expr, error) {
 				return nil, err
 			}
 			x = &ast.Call{Pos: x.Start(), Fn: x.(*ast.Ident).Name, Args: args}
+		case t.Is("("):
+			// C's grammar takes any postfix expression as a function
+			// designator; D's functions all have names.
+			if _, err := p.args(); err != nil {
+				return nil, err
+			}
+			return nil, source.Errorf(p.f, x.Start(), "D_FUNC_IDENT", "function designator is not of function type")
 		case t.Is(".") || t.Is("->"):
 			if err := p.next(); err != nil {
 				return nil, err
