@@ -54,6 +54,7 @@ type parser struct {
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
 	item     int             // where the clause or declaration being parsed starts
+	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -242,6 +243,33 @@ func (p *parser) translator(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	x.Out = out
+	if p.tok.Is("{") && p.tags[out.Name] && out.Ptr == 0 {
+		// "translator struct s {": a second definition of struct s.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_TYPERED", "type redeclared: %s", out.Name)
+	}
+	if p.tok.Is("(") {
+		// An abstract declarator: the output type is a function's, and
+		// the input type in angle brackets must follow it.
+		for depth := 0; ; {
+			if p.tok.Is("(") {
+				depth++
+			} else if p.tok.Is(")") {
+				depth--
+			} else if p.tok.Kind == lexer.EOF {
+				return nil, p.syntaxError()
+			}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if !p.tok.Is("<") {
+			return nil, p.syntaxError()
+		}
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_XLATE_SOU", "translator output type must be a struct or union")
+	}
 	if err := p.expect("<"); err != nil {
 		return nil, err
 	}
@@ -293,6 +321,7 @@ func (p *parser) translator(d *ast.Decl) (*ast.Decl, error) {
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
 	}
+	x.End = p.tok.Pos
 	d.Xlator = x
 	return d, nil
 }
@@ -359,6 +388,12 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	d.Def = def
+	if name != "" {
+		if p.tags == nil {
+			p.tags = map[string]bool{}
+		}
+		p.tags[kind+" "+name] = true
+	}
 	if d.Typedef {
 		if p.tok.Kind != lexer.Ident {
 			return nil, p.syntaxError()
