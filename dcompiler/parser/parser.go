@@ -55,6 +55,8 @@ type parser struct {
 	inPred   bool            // a '/' may close the predicate
 	item     int             // where the clause or declaration being parsed starts
 	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
+	pragmas  []*ast.Pragma   // #pragma D lines, in order
+	controls map[source.Pos]bool
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -656,14 +658,34 @@ func (p *parser) endsPredicate() bool {
 	return false
 }
 
-// next advances to the next C-mode token.
+// next advances to the next C-mode token, past control lines.
 func (p *parser) next() error {
-	t, err := p.lx.Next()
-	if err != nil {
-		return err
+	for {
+		t, err := p.lx.Next()
+		if err != nil {
+			return err
+		}
+		if t.Kind != lexer.Pragma {
+			p.tok = t
+			return nil
+		}
+		if err := p.control(t); err != nil {
+			return err
+		}
 	}
-	p.tok = t
-	return nil
+}
+
+// nextOuter is the lexer's NextOuter, past control lines.
+func (p *parser) nextOuter() (lexer.Token, error) {
+	for {
+		t, err := p.lx.NextOuter()
+		if err != nil || t.Kind != lexer.Pragma {
+			return t, err
+		}
+		if err := p.control(t); err != nil {
+			return t, err
+		}
+	}
 }
 
 func (p *parser) syntaxError() error {
@@ -749,16 +771,15 @@ func (p *parser) expect(op string) error {
 func (p *parser) program() (*ast.Program, error) {
 	prog := &ast.Program{Files: []*source.File{p.f}}
 	for {
-		t, err := p.lx.NextOuter()
+		t, err := p.nextOuter()
 		if err != nil {
 			return nil, err
 		}
 		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
+			prog.Pragmas = p.pragmas
 			return prog, nil
-		case t.Kind == lexer.Pragma:
-			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
 		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
 			p.lx.Reset(int(t.Pos))
@@ -893,13 +914,13 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 	var t lexer.Token
 	var err error
 	for {
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if !t.Is(",") {
 			break
 		}
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if t.Kind != lexer.ProbeDesc {
@@ -923,7 +944,7 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		}
 		c.Pred = pred
 		end := p.afterSpace(p.tok.End)
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if !t.Is("{") {
