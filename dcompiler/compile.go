@@ -138,7 +138,7 @@ func declaredFirst(tree, partial *ast.Program, err error, opts Options) error {
 func library(dirs []string) ([]*source.File, error) {
 	var out []*source.File
 	for _, f := range stdlib.DLibrary() {
-		out = append(out, source.NewFile(f.Name, f.Text))
+		out = append(out, &source.File{Name: f.Name, Text: f.Text, Library: true})
 	}
 	for _, dir := range dirs {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.d"))
@@ -154,7 +154,7 @@ func library(dirs []string) ([]*source.File, error) {
 			if err != nil {
 				return nil, fmt.Errorf("failed to load library %s: %v", p, err)
 			}
-			out = append(out, source.NewFile(p, string(b)))
+			out = append(out, &source.File{Name: p, Text: string(b), Library: true})
 		}
 	}
 	return out, nil

@@ -82,6 +82,9 @@ type Translator struct {
 	In      *TypeName
 	Param   string
 	Members []*XlateMember
+	// End is its closing ';', where DTrace, having read the whole
+	// definition, reports what is wrong with it.
+	End source.Pos
 }
 
 // XlateMember is one "member = expr;" of a translator.

@@ -229,7 +229,7 @@ func (in *Info) pragma(p *ast.Pragma) error {
 	switch f[1] {
 	case "option":
 		if len(f) != 3 {
-			return in.errorf(p.Pos, "D_PRAGMA_MALFORM", "malformed #pragma D option")
+			return in.errorf(p.Pos, "D_PRAGMA_MALFORM", "malformed #pragma option <option>=<val>")
 		}
 		name, val, hasVal := strings.Cut(f[2], "=")
 		if in.Opts.OptionProblem != nil {

@@ -100,6 +100,13 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if t.Kind == types.Struct {
 			return nil, in.errorf(e.Type.Pos, "D_CAST_INVAL", "invalid cast expression: %s is not a scalar type", t.Name)
 		}
+		if xl := in.xlateOf(e.X); xl != nil {
+			what := "translated data"
+			if xl.Type.Ptr > 0 {
+				what = "pointer to translated data"
+			}
+			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", what, t)
+		}
 		xt, err := in.TypeOf(e.X, env)
 		if err != nil {
 			return nil, err
@@ -1291,6 +1298,12 @@ func isCharType(t string) bool {
 }
 
 func (in *Info) memberType(e *ast.Member, env *Env) (*types.Type, error) {
+	if c, ok := Unparen(e.X).(*ast.Cast); ok && e.Arrow && c.Type.Ptr == 1 {
+		// A pointer to a struct only named, as C's forward declaration.
+		if _, err := in.typeName(c.Type); err != nil && in.incomplete(&ast.TypeName{Pos: c.Type.Pos, Name: c.Type.Name}, "") != nil {
+			return nil, in.errorf(e.Pos, "D_OP_INCOMPLETE", "operator -> cannot be applied to a forward declaration: no %s definition is available", c.Type.Name)
+		}
+	}
 	if r, ok := RefOf(e); ok {
 		return in.refType(r, env)
 	}

@@ -59,33 +59,125 @@ const PRArgSz = 80
 // maxXlateDepth bounds translators that use translators.
 const maxXlateDepth = 8
 
-// translatorDecl records a translator definition. Its input type and
-// member expressions are typed only where it is used, so that a program
-// which uses no translator never loads the kernel's BTF for the library's.
+// translatorDecl records a translator definition, with DTrace's checks,
+// reported where the definition ends, as DTrace (which has read it all
+// by then) reports them. The library's translators are typed only where
+// they are used, so that a program which uses no translator never loads
+// the kernel's BTF for them; a program's own are typed here, as DTrace
+// types them.
 func (in *Info) translatorDecl(d *ast.Decl) error {
 	x := d.Xlator
+	for _, tr := range in.xlators[spell(x.Out)] {
+		if spell(tr.decl.In) == spell(x.In) {
+			return in.errorf(x.End, "D_XLATE_REDECL", "translator from %s to %s has already been declared", spell(x.In), spell(x.Out))
+		}
+	}
 	out, err := in.typeName(x.Out)
 	if err != nil {
+		if in.incomplete(x.Out, "") != nil {
+			return in.errorf(x.End, "D_XLATE_SOU", "incomplete struct/union/enum %s", x.Out.Name)
+		}
 		return err
 	}
 	if out.Kind != types.Struct {
-		return in.errorf(x.Out.Pos, "D_XLATE_SOU", "translator output type must be a struct or union: %s", out.Name)
+		return in.errorf(x.End, "D_XLATE_SOU", "translator output type must be a struct or union")
 	}
 	tr := &translator{decl: x, members: map[string]*ast.XlateMember{}}
 	for _, m := range x.Members {
 		if _, _, err := ktypes.Member(out, m.Name); err != nil {
-			return in.errorf(m.Pos, "D_XLATE_MEMB", "translator member %s is not a member of %s", m.Name, out.Name)
+			return in.errorf(x.End, "D_XLATE_MEMB", "translator member %s is not a member of %s", m.Name, out.Name)
 		}
-		if tr.members[m.Name] != nil {
-			return in.errorf(m.Pos, "D_XLATE_REDECL", "translator member %s is already defined", m.Name)
+		// A member defined twice keeps its first definition.
+		if tr.members[m.Name] == nil {
+			tr.members[m.Name] = m
 		}
-		tr.members[m.Name] = m
+	}
+	if d.File != nil && !d.File.Library {
+		if err := in.typeTranslator(x, out); err != nil {
+			return err
+		}
 	}
 	if in.xlators == nil {
 		in.xlators = map[string][]*translator{}
 	}
 	in.xlators[out.Name] = append(in.xlators[out.Name], tr)
 	return nil
+}
+
+// typeTranslator types each member's expression, its parameter standing
+// for a value of the input type, and checks it can be assigned to the
+// member.
+func (in *Info) typeTranslator(x *ast.Translator, out *types.Type) error {
+	in0 := &ast.TypeName{Pos: x.In.Pos, Name: x.In.Name, Ptr: x.In.Ptr}
+	zero := &ast.IntLit{Pos: x.In.Pos, Text: "0"}
+	var param ast.Expr = &ast.Cast{Pos: x.In.Pos, Type: in0, X: zero}
+	// (An input type only named, a struct of no definition, is as
+	// DTrace's forward declaration: what reads it fails.)
+	if it, err := in.typeName(x.In); err == nil && it.Kind == types.Struct {
+		ptr := &ast.TypeName{Pos: x.In.Pos, Name: x.In.Name, Ptr: 1}
+		param = &ast.Unary{Pos: x.In.Pos, Op: "*", X: &ast.Cast{Pos: x.In.Pos, Type: ptr, X: zero}}
+	}
+	for _, m := range x.Members {
+		body := in.bindParam(x, m.X, param)
+		bt, err := in.TypeOf(body, &Env{Decl: true})
+		if err != nil {
+			return err
+		}
+		_, mt, _ := ktypes.Member(out, m.Name)
+		if mt != nil && !argCompat(mt, bt, in.isZero(body)) {
+			return in.errorf(x.End, "D_XLATE_INCOMPAT", "translator member %s definition uses incompatible types: \"%s\" = \"%s\"", m.Name, mt, bt)
+		}
+	}
+	return nil
+}
+
+// bindParam returns a copy of a member's expression with the translator's
+// parameter replaced by operand. A cast of the parameter to its own type
+// goes, as it changes nothing: "(struct in)p" where p is a struct in.
+func (in *Info) bindParam(x *ast.Translator, e, operand ast.Expr) ast.Expr {
+	isParam := func(e ast.Expr) bool {
+		id, ok := Unparen(e).(*ast.Ident)
+		return ok && id.Name == x.Param
+	}
+	e = ast.Rewrite(e, func(e ast.Expr) ast.Expr {
+		if c, ok := e.(*ast.Cast); ok && isParam(c.X) && c.Type.Name == x.In.Name && c.Type.Ptr == x.In.Ptr {
+			return c.X
+		}
+		return e
+	})
+	return ast.Rewrite(e, func(e ast.Expr) ast.Expr {
+		if isParam(e) {
+			return ast.Rewrite(operand, func(e ast.Expr) ast.Expr { return e })
+		}
+		return e
+	})
+}
+
+// isZero reports whether e is the constant 0, which any pointer takes.
+func (in *Info) isZero(e ast.Expr) bool {
+	v, ok := in.ConstInt(e)
+	return ok && v == 0
+}
+
+// argCompat is DTrace's rule for what a translator member (or a
+// function's parameter) takes: integers for integers, strings or char
+// arrays and pointers for strings, the same struct, and pointers for
+// pointers (or the constant 0).
+func argCompat(lt, rt *types.Type, zero bool) bool {
+	strLike := func(t *types.Type) bool {
+		return t.IsString() || t.IsCharArray() || t.Kind == types.Pointer && t.Elem != nil && t.Elem.Kind == types.Int && t.Elem.Size == 1
+	}
+	switch {
+	case lt.IsInt() && rt.IsInt():
+		return true
+	case strLike(lt) && strLike(rt):
+		return true
+	case lt.Kind == types.Struct || rt.Kind == types.Struct:
+		return SameStruct(lt, rt)
+	case lt.Kind == types.Pointer || lt.Kind == types.Array:
+		return rt.Kind == types.Pointer || rt.Kind == types.Array || zero && rt.IsInt()
+	}
+	return lt.Kind == rt.Kind
 }
 
 // xlateType types xlate <T> (x): T, which must be a struct or a pointer to
@@ -324,35 +416,40 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 		return nil, err
 	}
 	st := t
-	if m.Arrow {
-		if t.Kind != types.Pointer || t.Elem == nil || t.Elem.Kind != types.Struct {
-			return nil, in.errorf(m.Pos, "D_OP_PTR", "operator -> must be applied to a pointer to a struct or union")
-		}
+	if t.Kind == types.Pointer && t.Elem != nil {
 		st = t.Elem
-	} else if t.Kind != types.Struct {
-		return nil, in.errorf(m.Pos, "D_OP_SOU", "operator . must be applied to a struct or union")
 	}
 	trs := in.xlators[st.Name]
 	if len(trs) == 0 {
 		return nil, in.errorf(m.Pos, "D_XLATE_NONE", "no translator to %s is defined", spell(xl.Type))
 	}
+	// The operand's type picks the translator, as in DTrace: one from
+	// exactly its type, else one from a type it converts to as an
+	// argument would. (An operand this context cannot type, such as a
+	// clause-local, takes the only one there is.)
 	tr := trs[0]
-	if len(trs) > 1 {
-		// Several translators build this type: the operand's type picks one.
-		xt, err := in.TypeOf(xl.X, &Env{})
-		if err != nil {
+	if xt, err := in.TypeOf(xl.X, &Env{}); err != nil {
+		if len(trs) > 1 {
 			return nil, err
 		}
+	} else {
 		tr = nil
-		for _, c := range trs {
-			if it, err := in.typeName(c.decl.In); err == nil && sameType(it, xt) {
-				tr = c
-				break
+		for _, exact := range []bool{true, false} {
+			for _, c := range trs {
+				it, err := in.typeName(c.decl.In)
+				if tr == nil && err == nil && (exact && sameType(it, xt) || !exact && argCompat(it, xt, in.isZero(xl.X))) {
+					tr = c
+				}
 			}
 		}
 		if tr == nil {
 			return nil, in.errorf(m.Pos, "D_XLATE_NONE", "cannot translate from \"%s\" to \"%s\"", xt, spell(xl.Type))
 		}
+	}
+	if m.Arrow && (t.Kind != types.Pointer || t.Elem == nil || t.Elem.Kind != types.Struct) {
+		return nil, in.errorf(m.Pos, "D_OP_PTR", "operator -> must be applied to a pointer to a struct or union")
+	} else if !m.Arrow && t.Kind != types.Struct {
+		return nil, in.errorf(m.Pos, "D_OP_SOU", "operator . must be applied to a struct or union")
 	}
 	tm := tr.members[m.Name]
 	if tm == nil {
@@ -362,12 +459,7 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	// says what applies to what, and a bare member stays one, which
 	// indexing a member array (curpsinfo->pr_fname[0]) needs.
 	operand := place(xl.X, m.Pos)
-	body := ast.Rewrite(tm.X, func(e ast.Expr) ast.Expr {
-		if id, ok := e.(*ast.Ident); ok && id.Name == tr.decl.Param {
-			return operand
-		}
-		return at(e, m.Pos)
-	})
+	body := ast.Rewrite(in.bindParam(tr.decl, tm.X, operand), func(e ast.Expr) ast.Expr { return at(e, m.Pos) })
 	_, mt, _ := ktypes.Member(st, m.Name)
 	if mt != nil && mt.Kind == types.Int {
 		body = &ast.Cast{Pos: m.Pos, Type: &ast.TypeName{Pos: m.Pos, Name: mt.Name}, X: body}

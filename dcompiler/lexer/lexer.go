@@ -24,7 +24,7 @@ const (
 	Macro  // $1, $target, $$1; Text holds the name without '$'
 	Agg    // @ or @name; Text holds the name without '@'
 	ProbeDesc
-	Pragma // "#pragma D ..." line; Text holds what follows "#pragma"
+	Pragma // a control line ("#pragma D ...", "#error ..."); Text holds what follows '#'
 	Op     // operator or punctuation; Text holds it
 	Sym    // a kernel symbol: `name or module`name; Text holds it as written
 )
@@ -144,18 +144,7 @@ func (l *Lexer) NextOuter() (Token, error) {
 	}
 	c := l.src[l.off]
 	if c == '#' && l.atLineStart(l.off) {
-		end := strings.IndexByte(l.src[l.off:], '\n')
-		if end < 0 {
-			// DTrace reads a control line up to its newline.
-			return Token{}, l.errorf(len(l.src), "end-of-file encountered before end of control line")
-		}
-		line := l.src[l.off : l.off+end]
-		l.off += end
-		rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
-		if !strings.HasPrefix(rest, "pragma") {
-			return Token{}, l.errorf(start, "invalid control directive: %s", line)
-		}
-		return Token{Kind: Pragma, Pos: source.Pos(start), End: source.Pos(l.off), Text: strings.TrimSpace(rest[len("pragma"):])}, nil
+		return l.controlLine()
 	}
 	switch c {
 	case ',', '/', '{', ';':
@@ -176,6 +165,21 @@ func (l *Lexer) NextOuter() (Token, error) {
 		l.off++
 	}
 	return Token{Kind: ProbeDesc, Pos: source.Pos(start), End: source.Pos(l.off), Text: l.src[start:l.off]}, nil
+}
+
+// controlLine scans a line that starts with '#' (#pragma, #error, a
+// line marker), which DTrace takes wherever a token may start; Text holds
+// what follows the '#'.
+func (l *Lexer) controlLine() (Token, error) {
+	start := l.off
+	end := strings.IndexByte(l.src[l.off:], '\n')
+	if end < 0 {
+		// DTrace reads a control line up to its newline.
+		return Token{}, l.errorf(len(l.src), "end-of-file encountered before end of control line")
+	}
+	l.off += end
+	text := strings.TrimSpace(l.src[start+1 : l.off])
+	return Token{Kind: Pragma, Pos: source.Pos(start), End: source.Pos(l.off), Text: text}, nil
 }
 
 func isDescChar(c byte) bool {
@@ -211,6 +215,8 @@ func (l *Lexer) Next() (Token, error) {
 	}
 	c := l.src[l.off]
 	switch {
+	case c == '#' && l.atLineStart(l.off):
+		return l.controlLine()
 	case c >= '0' && c <= '9':
 		return l.number()
 	case IsIdent(c):

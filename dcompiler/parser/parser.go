@@ -28,7 +28,7 @@ func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string
 	if err := p.program(prog); err != nil {
 		// What came before the error, whose declarations DTrace would
 		// have made (and reported an error of) by then.
-		return &ast.Program{Files: prog.Files, Decls: prog.Decls, Pragmas: prog.Pragmas}, err
+		return &ast.Program{Files: prog.Files, Decls: prog.Decls, Pragmas: p.pragmas}, err
 	}
 	prog.Macros = p.macros
 	return prog, nil
@@ -56,6 +56,9 @@ type parser struct {
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
 	item     int             // where the clause or declaration being parsed starts
+	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
+	pragmas  []*ast.Pragma   // #pragma D lines, in order
+	controls map[source.Pos]bool
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -372,6 +375,33 @@ func (p *parser) translator(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	x.Out = out
+	if p.tok.Is("{") && p.tags[out.Name] && out.Ptr == 0 {
+		// "translator struct s {": a second definition of struct s.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_TYPERED", "type redeclared: %s", out.Name)
+	}
+	if p.tok.Is("(") {
+		// An abstract declarator: the output type is a function's, and
+		// the input type in angle brackets must follow it.
+		for depth := 0; ; {
+			if p.tok.Is("(") {
+				depth++
+			} else if p.tok.Is(")") {
+				depth--
+			} else if p.tok.Kind == lexer.EOF {
+				return nil, p.syntaxError()
+			}
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if !p.tok.Is("<") {
+			return nil, p.syntaxError()
+		}
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_XLATE_SOU", "translator output type must be a struct or union")
+	}
 	if err := p.expect("<"); err != nil {
 		return nil, err
 	}
@@ -423,6 +453,7 @@ func (p *parser) translator(d *ast.Decl) (*ast.Decl, error) {
 	if !p.tok.Is(";") {
 		return nil, p.syntaxError()
 	}
+	x.End = p.tok.Pos
 	d.Xlator = x
 	return d, nil
 }
@@ -489,6 +520,12 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	d.Def = def
+	if name != "" {
+		if p.tags == nil {
+			p.tags = map[string]bool{}
+		}
+		p.tags[kind+" "+name] = true
+	}
 	if p.isType(p.tok) {
 		// "struct a { ... } struct b { ...": a missing ';' makes two
 		// types of one declaration.
@@ -776,14 +813,34 @@ func (p *parser) endsPredicate() bool {
 	return false
 }
 
-// next advances to the next C-mode token.
+// next advances to the next C-mode token, past control lines.
 func (p *parser) next() error {
-	t, err := p.lx.Next()
-	if err != nil {
-		return err
+	for {
+		t, err := p.lx.Next()
+		if err != nil {
+			return err
+		}
+		if t.Kind != lexer.Pragma {
+			p.tok = t
+			return nil
+		}
+		if err := p.control(t); err != nil {
+			return err
+		}
 	}
-	p.tok = t
-	return nil
+}
+
+// nextOuter is the lexer's NextOuter, past control lines.
+func (p *parser) nextOuter() (lexer.Token, error) {
+	for {
+		t, err := p.lx.NextOuter()
+		if err != nil || t.Kind != lexer.Pragma {
+			return t, err
+		}
+		if err := p.control(t); err != nil {
+			return t, err
+		}
+	}
 }
 
 func (p *parser) syntaxError() error {
@@ -868,16 +925,15 @@ func (p *parser) expect(op string) error {
 
 func (p *parser) program(prog *ast.Program) error {
 	for {
-		t, err := p.lx.NextOuter()
+		t, err := p.nextOuter()
 		if err != nil {
 			return err
 		}
 		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
+			prog.Pragmas = p.pragmas
 			return nil
-		case t.Kind == lexer.Pragma:
-			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
 		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
 			p.lx.Reset(int(t.Pos))
@@ -1012,13 +1068,13 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 	var t lexer.Token
 	var err error
 	for {
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if !t.Is(",") {
 			break
 		}
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if t.Kind != lexer.ProbeDesc {
@@ -1042,7 +1098,7 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		}
 		c.Pred = pred
 		end := p.afterSpace(p.tok.End)
-		if t, err = p.lx.NextOuter(); err != nil {
+		if t, err = p.nextOuter(); err != nil {
 			return nil, err
 		}
 		if !t.Is("{") {

@@ -22,6 +22,10 @@ type File struct {
 	Name  string // as the user gave it: "x.d", or "" for -n descriptions
 	Text  string
 	lines []int // offsets of line starts, built on first use
+
+	// Library says the file is one of the D library's, which every
+	// program is compiled with.
+	Library bool
 }
 
 // NewFile returns a File for text called name.
