@@ -6,6 +6,7 @@
 package parser
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -642,6 +643,10 @@ func (p *parser) program() (*ast.Program, error) {
 		}
 		switch {
 		case t.Kind == lexer.EOF:
+			for _, t := range p.lx.Inner {
+				prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
+			}
+			sort.Slice(prog.Pragmas, func(i, j int) bool { return prog.Pragmas[i].Pos < prog.Pragmas[j].Pos })
 			return prog, nil
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
@@ -817,6 +822,11 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		return c, nil
 	}
 	if !t.Is("{") {
+		if c.Pred == nil {
+			// As DTrace, at the (last) description.
+			last := c.Descs[len(c.Descs)-1]
+			return nil, source.Errorf(p.f, last.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		p.tok = t
 		return nil, p.syntaxError()
 	}
@@ -867,6 +877,10 @@ func (p *parser) stmts() ([]ast.Stmt, error) {
 func (p *parser) stmt() (ast.Stmt, error) {
 	if p.tok.Kind == lexer.Ident && p.tok.Text == "if" {
 		return p.ifStmt()
+	}
+	if p.isType(p.tok) {
+		// D has no declarations in clauses: "int i = 0;" fails at "int".
+		return nil, p.syntaxError()
 	}
 	x, err := p.expr()
 	if err != nil {

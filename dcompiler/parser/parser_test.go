@@ -217,7 +217,7 @@ func TestErrors(t *testing.T) {
 		{"BEGIN { /* open", `line 1: end-of-file encountered before matching */`},
 		{"BEGIN { x = \"abc\n\"; }", `line 1: newline encountered in string literal`},
 		{"BEGIN { x = 09; }", `line 1: invalid digit in constant 09`},
-		{"BEGIN { x = 1zz; }", `line 1: invalid digit in constant 1zz`},
+		{"BEGIN { x = 1zz; }", `line 1: syntax error near "zz"`},
 		{"BEGIN /x/ y", `line 1: syntax error near end of input`},
 	}
 	for _, tt := range tests {
