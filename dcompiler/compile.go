@@ -48,6 +48,8 @@ type Options struct {
 	// -x stackframes and ustackframes: the default depths of stack( )
 	// and ustack( ) (20 when 0).
 	StackFrames, UStackFrames int
+	// MaxFrames is -x maxframes: the deepest any stack is (when not 0).
+	MaxFrames int
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
@@ -97,7 +99,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
-		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
+		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
 		OptionProblem: opts.OptionProblem, Version: opts.Version,
 	})
 	if err != nil {

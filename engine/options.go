@@ -50,7 +50,7 @@ var options = map[string]optionKind{
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
 	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
-	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optUnsupported,
+	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optInt,
 	"libdir": optAny, "preallocate": optUnsupported, "ctypes": optUnsupported,
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,

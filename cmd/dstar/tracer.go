@@ -407,6 +407,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	cpu, onCPU := cpuOption(t.opts)
 	frames, _ := strconv.Atoi(t.opts["stackframes"])
 	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
+	maxframes, _ := strconv.Atoi(t.opts["maxframes"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
@@ -414,7 +415,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
-		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
+		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, LibDirs: t.cfg.libdirs,
 		OptionProblem: engine.OptionProblem, Version: t.opts["version"],
 	})
 }

@@ -35,6 +35,7 @@ type Options struct {
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
 	Version      string   // -x version: the D version asked for ("" for the latest)
+	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error

@@ -55,6 +55,9 @@ func (in *Info) stackType(e *ast.Call, argTypes []*types.Type) (*types.Type, err
 		}
 	}
 	frames = min(frames, maxFrames)
+	if in.Opts.MaxFrames > 0 {
+		frames = min(frames, in.Opts.MaxFrames)
+	}
 	if !in.stackOK[e] {
 		return nil, in.errorf(e.Pos, "D_CG_EXPR", "action function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}

@@ -307,6 +307,9 @@ func (l *Lexer) symbol(start int) (Token, error) {
 	return Token{Kind: Sym, Pos: source.Pos(start), End: source.Pos(l.off), Text: l.src[start:l.off]}, nil
 }
 
+func isDigit(c byte) bool     { return c >= '0' && c <= '9' }
+func isHexLetter(c byte) bool { return c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
 func isIdentStart(c byte) bool { return IsIdent(c) && (c < '0' || c > '9') }
 
 // number scans an integer constant: decimal, octal (leading 0) or hex, with
@@ -322,7 +325,9 @@ func (l *Lexer) number() (Token, error) {
 	} else if l.src[l.off] == '0' {
 		base = 8
 	}
-	for l.off < len(l.src) && IsIdent(l.src[l.off]) && !isSuffix(l.src[l.off]) {
+	// As DTrace's lexer, the constant ends at the first character that
+	// is no digit: in "10ms" an identifier follows it.
+	for l.off < len(l.src) && (isDigit(l.src[l.off]) || base == 16 && isHexLetter(l.src[l.off])) {
 		l.off++
 	}
 	text := l.src[digits:l.off]
@@ -336,7 +341,7 @@ func (l *Lexer) number() (Token, error) {
 	default:
 		return Token{}, l.errorf(start, "invalid integer constant suffix %q", l.src[sufStart:l.off])
 	}
-	if l.off < len(l.src) && (IsIdent(l.src[l.off]) || l.src[l.off] == '.') {
+	if l.off < len(l.src) && l.src[l.off] == '.' {
 		for l.off < len(l.src) && (IsIdent(l.src[l.off]) || l.src[l.off] == '.') {
 			l.off++
 		}

@@ -1109,11 +1109,22 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		// A clause without an action list takes the default action,
 		// but only in a description (-n): a file's clause needs one.
 		if p.f.Name != "" {
-			return nil, source.Errorf(p.f, t.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+			// At the end of the input DTrace's line is the last one read;
+			// before another token, the (last) description's.
+			at := t.Pos
+			if t.Kind != lexer.EOF && !t.Is(";") {
+				at = c.Descs[len(c.Descs)-1].Pos
+			}
+			return nil, source.Errorf(p.f, at, "D_SYNTAX", "expected predicate and/or actions following probe description")
 		}
 		return c, nil
 	}
 	if !t.Is("{") {
+		if c.Pred == nil {
+			// As DTrace, at the (last) description.
+			last := c.Descs[len(c.Descs)-1]
+			return nil, source.Errorf(p.f, last.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		p.tok = t
 		return nil, p.syntaxError()
 	}
@@ -1164,6 +1175,10 @@ func (p *parser) stmts() ([]ast.Stmt, error) {
 func (p *parser) stmt() (ast.Stmt, error) {
 	if p.tok.Kind == lexer.Ident && p.tok.Text == "if" {
 		return p.ifStmt()
+	}
+	if p.isType(p.tok) {
+		// D has no declarations in clauses: "int i = 0;" fails at "int".
+		return nil, p.syntaxError()
 	}
 	x, err := p.expr()
 	if err != nil {

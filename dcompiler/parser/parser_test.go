@@ -222,7 +222,7 @@ func TestErrors(t *testing.T) {
 		{"BEGIN { /* open", `line 1: end-of-file encountered before matching */`},
 		{"BEGIN { x = \"abc\n\"; }", `line 2: newline encountered in string literal`},
 		{"BEGIN { x = 09; }", `line 1: constant 09 contains invalid digit 9`},
-		{"BEGIN { x = 1zz; }", `line 1: invalid digit in constant 1zz`},
+		{"BEGIN { x = 1zz; }", `line 1: syntax error near "zz"`},
 		{"BEGIN /x/ y", `line 1: syntax error near end of input`},
 		{"BEGIN /x/\n;", `line 2: expected actions { } following probe description and predicate`},
 		{"BEGIN { trace(x)); }", `line 1: extra ) in input stream`},
