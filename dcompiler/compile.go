@@ -53,6 +53,7 @@ type Options struct {
 	LibDirs []string
 	// OptionProblem validates #pragma D option settings (check.Options).
 	OptionProblem func(name, value string) error
+	Version       string // -x version (check.Options)
 }
 
 // Program is a compiled D program.
@@ -71,16 +72,26 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range append(lib, files...) {
+	empty := true
+	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
-			return nil, err
+			return nil, declaredFirst(tree, t, err, opts)
 		}
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
 		tree.Decls = append(tree.Decls, t.Decls...)
 		tree.Macros = append(tree.Macros, t.Macros...)
+		if i >= len(lib) && len(t.Clauses)+len(t.Decls) > 0 {
+			empty = false
+		}
+	}
+	// A program with neither clauses nor declarations (pragmas and
+	// comments at most) is an error in DTrace, not a wait for nothing.
+	if empty && len(files) > 0 {
+		last := files[len(files)-1]
+		return nil, source.Errorf(last, source.Pos(len(last.Text)), "D_EMPTY", "empty D program translation unit")
 	}
 	// DTrace's strsize counts a string's characters; its buffer holds
 	// one more, the NUL, so a string of exactly strsize characters is kept
@@ -94,7 +105,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		StrSize: strBuf, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
-		OptionProblem: opts.OptionProblem,
+		OptionProblem: opts.OptionProblem, Version: opts.Version,
 	})
 	if err != nil {
 		return nil, err
@@ -108,6 +119,24 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		return nil, err
 	}
 	return &Program{Files: files, Info: info, Code: code}, nil
+}
+
+// declaredFirst returns the error of a declaration made before syntax
+// error err, if one has an error, else err: DTrace declares as it
+// parses, so a bad declaration is reported before a later syntax error.
+func declaredFirst(tree, partial *ast.Program, err error, opts Options) error {
+	if partial == nil || len(partial.Decls) == 0 {
+		return err
+	}
+	prog := &ast.Program{Files: tree.Files, Pragmas: append(tree.Pragmas, partial.Pragmas...),
+		Decls: append(append([]*ast.Decl{}, tree.Decls...), partial.Decls...)}
+	_, derr := check.Check(prog, check.Options{Probes: opts.Providers, StrSize: opts.StrSize})
+	se, ok := derr.(*source.Error)
+	pe, pok := err.(*source.Error)
+	if ok && pok && se.File == pe.File && se.Pos < pe.Pos {
+		return derr
+	}
+	return err
 }
 
 // library returns the D library's files, which every program includes
@@ -141,17 +170,16 @@ func library(dirs []string) ([]*source.File, error) {
 // Probes lists the program's matched probes.
 func (p *Program) Probes() []*providers.Probe { return p.Info.Probes }
 
-// MatchedIn counts the distinct probes the clauses of file f matched.
+// MatchedIn counts the probes the clauses of file f matched, as dtrace
+// counts them: each clause's probes, so that two clauses on BEGIN match 2.
 func (p *Program) MatchedIn(f *source.File) int {
-	seen := map[int]bool{}
+	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			for _, pr := range c.Probes {
-				seen[pr.ID] = true
-			}
+			n += len(c.Probes)
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // PragmaOptions returns the options the files set with "#pragma D option",

@@ -39,9 +39,8 @@ import (
 // name the start of an instruction: dstar does not decode instructions,
 // and the kernel refuses only some bad offsets.
 type Pid struct {
-	mu     sync.Mutex
-	made   map[string]*Probe // by provider:module:function:name
-	nextID int
+	mu   sync.Mutex
+	made map[string]*Probe // by provider:module:function:name
 }
 
 // pidFirstID is where pid probes' IDs start: above the listed probes
@@ -49,6 +48,22 @@ type Pid struct {
 // demand (from firstDynamicID up, one per rate named); the first fifty
 // thousand have six digits, as dtrace's probe lines have room for.
 const pidFirstID = 950000
+
+// userIDs numbers the probes pid and usdt make on demand, from pidFirstID
+// up, so that both keep to six digits as long as they can.
+var userIDs = struct {
+	sync.Mutex
+	next int
+}{next: pidFirstID}
+
+// nextUserID returns a new pid or usdt probe ID.
+func nextUserID() int {
+	userIDs.Lock()
+	defer userIDs.Unlock()
+	id := userIDs.next
+	userIDs.next++
+	return id
+}
 
 // pidProbe is what a pid probe keeps for its prologue and Attach.
 type pidProbe struct {
@@ -60,7 +75,7 @@ type pidProbe struct {
 }
 
 // NewPid returns the pid provider.
-func NewPid() *Pid { return &Pid{made: map[string]*Probe{}, nextID: pidFirstID} }
+func NewPid() *Pid { return &Pid{made: map[string]*Probe{}} }
 
 // Name returns "pid".
 func (*Pid) Name() string { return "pid" }
@@ -222,8 +237,7 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 				// with the attach type its program must be loaded with.
 				pr.ID = old.ID
 			} else {
-				pr.ID = p.nextID
-				p.nextID++
+				pr.ID = nextUserID()
 			}
 			pr.Args = pidArgs(n == "return", isGoFunc(f, s.Name))
 			p.made[key] = pr

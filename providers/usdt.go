@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,14 +39,8 @@ type USDT struct {
 	mu      sync.Mutex
 	targets []int
 	ids     map[usdtKey]int
-	nextID  int
 	files   map[string]*usdtFile // by path
 }
-
-// firstUSDTID is where usdt probe IDs start: above the IDs profile and pid
-// make on demand (from firstDynamicID and pidFirstID), so none shifts
-// another.
-const firstUSDTID = 1 << 24
 
 type usdtKey struct {
 	pid                      int
@@ -78,7 +73,7 @@ type usdtProbe struct {
 
 // NewUSDT returns the usdt provider.
 func NewUSDT() *USDT {
-	return &USDT{ids: map[usdtKey]int{}, nextID: firstUSDTID, files: map[string]*usdtFile{}}
+	return &USDT{ids: map[usdtKey]int{}, files: map[string]*usdtFile{}}
 }
 
 // Name returns "usdt"; the probes' provider fields are their own.
@@ -222,8 +217,11 @@ func (u *USDT) processProbes(pid int, d Desc) ([]*Probe, error) {
 			pp.sites = append(pp.sites, s)
 		}
 		for _, k := range order {
+			// As DTrace names a probe defined as request__start (the
+			// name <sys/sdt.h> and dtrace -h headers record), it is
+			// request-start.
 			pr := &Probe{
-				Provider: k.provider + strconv.Itoa(pid), Module: mod, Function: k.fn, Name: k.name,
+				Provider: k.provider + strconv.Itoa(pid), Module: mod, Function: k.fn, Name: strings.ReplaceAll(k.name, "__", "-"),
 				ProgType: ebpf.Kprobe, Private: byKey[k],
 			}
 			if !d.Matches(pr) && !(anyProvider && d.Matches(withProvider(pr, d.Provider))) {
@@ -251,8 +249,7 @@ func (u *USDT) id(k usdtKey) int {
 	defer u.mu.Unlock()
 	id, ok := u.ids[k]
 	if !ok {
-		id = u.nextID
-		u.nextID++
+		id = nextUserID()
 		u.ids[k] = id
 	}
 	return id

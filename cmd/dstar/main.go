@@ -61,6 +61,7 @@ type config struct {
 	incList bool              // -H: list the files #include reads
 	libdirs []string          // -L: directories of D library files
 	showBPF bool              // -S: print the programs' instructions
+	header  bool              // -h: write a C header for the scripts' providers
 }
 
 // exit statuses, as dtrace(1)'s.
@@ -85,6 +86,9 @@ func parseArgs(args []string) (*config, error) {
 			continue
 		case "-32":
 			return nil, fmt.Errorf("-32 is not supported: dstar's programs are 64-bit")
+		case "--help":
+			// -h is dtrace's header generation: help has the long name.
+			return c, errHelp
 		}
 		argv = append(argv, a)
 	}
@@ -145,7 +149,9 @@ func parseArgs(args []string) (*config, error) {
 			c.xopts = append(c.xopts, [2]string{name, val})
 		case 'V':
 			return c, errVersion
-		case 'h', '?':
+		case 'h':
+			c.header = true
+		case '?':
 			return c, errHelp
 		case 'C':
 			c.cpp = true
@@ -215,6 +221,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitError
+	}
+	if len(c.sources) == 0 && c.header {
+		fmt.Fprintf(stderr, "%s: -h requires one or more scripts or enabling options\n", prog)
+		return exitUsage
 	}
 	if len(c.sources) == 0 && !c.list {
 		usage(stderr, prog)

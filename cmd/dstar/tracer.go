@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,6 +109,19 @@ func (t *tracer) readSources() error {
 					}
 				}
 				out, err := cpp.Run(s.text, text, opts)
+				var errs cpp.Errors
+				if errors.As(err, &errs) {
+					// As dtrace, which pipes the script into cpp: cpp's
+					// words, the script called /dev/stdin, then dtrace's.
+					for _, e := range errs {
+						file := e.File
+						if file == s.text {
+							file = "/dev/stdin"
+						}
+						fmt.Fprintf(t.stderr, "%s:%d: error: %s\n", file, e.Line, e.Msg)
+					}
+					return fmt.Errorf("failed to compile script %s: Preprocessor failed to process input program", s.text)
+				}
 				if err != nil {
 					return fmt.Errorf("failed to preprocess %s: %v", s.text, err)
 				}
@@ -167,6 +181,9 @@ func (t *tracer) run() int {
 	}
 	if t.cfg.list {
 		return t.list()
+	}
+	if t.cfg.header {
+		return t.header()
 	}
 	t.opts = map[string]string{}
 	for _, x := range t.cfg.xopts {
@@ -398,7 +415,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
-		OptionProblem: engine.OptionProblem,
+		OptionProblem: engine.OptionProblem, Version: t.opts["version"],
 	})
 }
 
@@ -671,4 +688,32 @@ func advanceAll(kids []*child, evaltime string) error {
 		}
 	}
 	return nil
+}
+
+// header is -h: the C header of the providers the scripts define, in the
+// -o file or, for one script X.d, in X.h in the current directory.
+func (t *tracer) header() int {
+	out := t.cfg.output
+	if out == "" {
+		if len(t.cfg.sources) > 1 {
+			t.errorf("-h requires an output file if multiple scripts are specified")
+			return exitUsage
+		}
+		s := t.cfg.sources[0]
+		if s.kind != 's' || !strings.HasSuffix(s.text, ".d") {
+			t.errorf("-h requires an output file if no scripts are specified")
+			return exitUsage
+		}
+		out = strings.TrimSuffix(filepath.Base(s.text), ".d") + ".h"
+	}
+	text, err := dcompiler.Header(t.files, t.cfg.libdirs, out)
+	if err != nil {
+		t.compileError(err)
+		return exitError
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+		t.errorf("failed to open header file '%s': %v", out, err)
+		return exitError
+	}
+	return exitOK
 }

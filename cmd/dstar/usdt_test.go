@@ -218,8 +218,8 @@ func TestUSDTList(t *testing.T) {
 	r := dstar(t, 20*time.Second, "-l", "-n", "myprov$target:::", "-p", pid)
 	var want strings.Builder
 	want.WriteString("   ID   PROVIDER            MODULE                          FUNCTION NAME\n")
-	// The first usdt probe ID (1<<24) in a fresh dstar.
-	fmt.Fprintf(&want, "%5d %10s %17s %33s %s\n", 1<<24, "myprov"+pid, "gate", "gate", "gate")
+	// The first pid or usdt probe ID (950000) in a fresh dstar.
+	fmt.Fprintf(&want, "%5d %10s %17s %33s %s\n", 950000, "myprov"+pid, "gate", "gate", "gate")
 	if r.code != 0 || r.stdout != want.String() {
 		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", r.code, r.stdout, want.String(), r.stderr)
 	}
@@ -227,5 +227,62 @@ func TestUSDTList(t *testing.T) {
 	r2 := dstar(t, 20*time.Second, "-l", "-n", "myprov"+pid+":gate:gate:gate")
 	if r2.code != 0 || r2.stdout != want.String() {
 		t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", r2.code, r2.stdout, want.String(), r2.stderr)
+	}
+}
+
+// TestUSDTHeader: dstar -h writes DTrace's header for a provider
+// definition, whose macros are <sys/sdt.h> probes the usdt provider
+// finds: req__start is probe req-start (macro HPROV_REQ_START), and
+// HPROV_P_ENABLED() is true exactly while probe p is traced.
+func TestUSDTHeader(t *testing.T) {
+	bpftest.Require(t)
+	sdttest.Require(t)
+	dir := t.TempDir()
+	prov := filepath.Join(dir, "hprov.d")
+	if err := os.WriteFile(prov, []byte(`provider hprov {
+	probe req__start(int, string);
+	probe gated(long x);
+	probe untraced();
+};
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Without -o the header is named after the script, in the current
+	// directory (as dtrace names it).
+	cmd := exec.Command(dstarBin, "-h", "-s", prov)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dstar -h: %v\n%s", err, out)
+	}
+	// The string is on the stack: a literal's page may not be mapped in
+	// yet when the probe reads it.
+	path := sdttest.Build(t, dir, "hprog", map[string]string{"main.c": `#include "hprov.h"
+int main(void) {
+	volatile char s[] = "hi";
+	HPROV_REQ_START(7, (char *)s);
+	if (HPROV_GATED_ENABLED())
+		HPROV_GATED(-3);
+	if (HPROV_UNTRACED_ENABLED())
+		HPROV_GATED(99);
+	return 0;
+}
+`}, "-O2")
+	r := dstar(t, 20*time.Second, "-q", "-n", `hprov$target:::req-start { printf("%s %d %s\n", probename, arg0, copyinstr(arg1)); }
+hprov$target:::gated { printf("gated %d\n", arg0); }`, "-c", path)
+	want := "req-start 7 hi\ngated -3\n\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d\nstdout:\n%q\nwant:\n%q\nstderr:\n%s", r.code, r.stdout, want, r.stderr)
+	}
+}
+
+// TestHeaderUsage: -h needs a script, and help is --help.
+func TestHeaderUsage(t *testing.T) {
+	r := dstar(t, 20*time.Second, "-h")
+	if r.code != 2 || !strings.Contains(r.stderr, "-h requires one or more scripts or enabling options") {
+		t.Errorf("-h alone: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "-h  generate a header file") {
+		t.Errorf("--help: exit %d, stdout:\n%s", r.code, r.stdout)
 	}
 }

@@ -17,6 +17,34 @@ type Program struct {
 	Pragmas []*Pragma
 	Decls   []*Decl
 	Macros  []string // macro variables the expressions name ("1", "$2", "target")
+	// Providers are "provider NAME { probe ...; };" definitions, which
+	// dtrace -h turns into a C header of probe macros.
+	Providers []*ProviderDef
+}
+
+// ProviderDef is "provider NAME { probe NAME(ARGS) [: (ARGS)]; ... };".
+type ProviderDef struct {
+	File   *source.File
+	Pos    source.Pos
+	Name   string
+	Probes []*ProbeDef
+}
+
+// ProbeDef is one probe of a provider definition: its name as written
+// ("query__start", which DTrace names query-start), the native arguments
+// the program passes, and the translated ones (after ':') when given.
+type ProbeDef struct {
+	Pos   source.Pos
+	Name  string
+	Args  []*ProbeArg
+	XArgs []*ProbeArg
+}
+
+// ProbeArg is one argument of a probe definition: a type and an optional
+// name.
+type ProbeArg struct {
+	Type *TypeName
+	Name string
 }
 
 // Decl is a declaration outside clauses: a variable with its type
@@ -26,6 +54,8 @@ type Decl struct {
 	File    *source.File
 	Pos     source.Pos
 	Storage string // "", "self" or "this"
+	Extern  bool   // "extern TYPE name;": the type of a kernel symbol
+	Func    bool   // a function's prototype ("int f(int);"), which D cannot call
 	Inline  bool
 	Typedef bool
 	Type    *TypeName
@@ -77,6 +107,9 @@ type Member2 struct {
 	Def  *TypeDef // an anonymous struct or union defined in place, or nil
 	Name string
 	Len  int // array length, 0 for none
+	// Bits is a bit-field's width ("int a : 3;"), or nil; a bit-field
+	// may have no name.
+	Bits Expr
 }
 
 // EnumItem is an enumerator, with its value when one is given.

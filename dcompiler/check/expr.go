@@ -10,6 +10,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 	"golang.org/x/sys/unix"
@@ -103,7 +104,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if xt.Kind == types.Struct {
+		if xt.Kind == types.Struct || (xt.Kind == types.Float || t.Kind == types.Float) && !sameFloat(xt, t) {
+			// A float converts to nothing else: that takes arithmetic
+			// BPF has not.
 			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
@@ -298,55 +301,54 @@ func (in *Info) aggAction(e *ast.Call, env *Env) error {
 	if e.Fn == "printa" {
 		return in.printa(e, env)
 	}
-	args := e.Args
-	nagg := 0
-	for i, a := range args {
-		av, ok := Unparen(a).(*ast.AggVar)
-		if !ok {
-			if i == 0 {
-				return in.notAggregation(e, a, 1, env)
-			}
-			break
-		}
-		if in.aggs[av.Name] == nil {
-			return in.undefinedAgg(e, av)
-		}
-		nagg++
-	}
-	rest := args[nagg:]
+	// DTrace's order: the prototype (clear(@), denormalize(@),
+	// normalize(@, uint64_t), trunc(@, [int64_t])), then that the first
+	// argument is an aggregation, then that the aggregation exists.
+	lo, hi, param := 1, 1, ""
 	switch e.Fn {
-	case "clear":
-		if nagg != 1 || len(rest) > 0 {
-			return in.errorf(e.Pos, "D_CLEAR_PROTO", "clear( ) prototype mismatch: %d args passed, 1 expected", len(e.Args))
-		}
-	case "denormalize", "normalize":
-		// dtrace checks both with normalize's tags.
-		want := 2
-		if e.Fn == "denormalize" {
-			want = 1
-		}
-		if nagg != 1 || len(e.Args) != want {
-			return in.errorf(e.Pos, "D_NORMALIZE_PROTO", "%s( ) prototype mismatch: %d args passed, %d expected", e.Fn, len(e.Args), want)
-		}
+	case "normalize":
+		lo, hi, param = 2, 2, "uint64_t"
 	case "trunc":
-		if nagg != 1 || len(rest) > 1 {
-			want := "at least 1"
-			if len(e.Args) > 2 {
-				want = "no more than 2"
-			}
-			return in.errorf(e.Pos, "D_TRUNC_PROTO", "trunc( ) prototype mismatch: %d args passed, %s expected", len(e.Args), want)
-		}
+		lo, hi, param = 1, 2, "int64_t"
 	}
-	if e.Fn == "trunc" || e.Fn == "normalize" {
-		for _, r := range rest {
-			t, err := in.TypeOf(r, env)
+	if n := len(e.Args); n < lo || n > hi {
+		cmp, want := "", lo
+		switch {
+		case lo != hi && n < lo:
+			cmp = "at least "
+		case lo != hi:
+			cmp, want = "at most ", hi
+		}
+		return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s%d expected", e.Fn, n, plural(n), cmp, want)
+	}
+	if len(e.Args) == 2 {
+		a := e.Args[1]
+		name := "aggregation"
+		if _, ok := Unparen(a).(*ast.AggVar); !ok {
+			t, err := in.TypeOf(a, env)
 			if err != nil {
 				return err
 			}
-			if !t.IsInt() {
-				return in.errorf(r.Start(), "D_"+strings.ToUpper(e.Fn)+"_SCALAR", "%s( ) argument #2 must be of scalar type", e.Fn)
+			if t.IsInt() {
+				name = ""
+			} else {
+				name = t.String()
 			}
 		}
+		if name != "" {
+			return in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #2 is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, param, name)
+		}
+	}
+	tag := "D_" + strings.ToUpper(strings.TrimPrefix(e.Fn, "de"))
+	av, ok := Unparen(e.Args[0]).(*ast.AggVar)
+	if !ok {
+		if c, ok := Unparen(e.Args[0]).(*ast.Call); ok && isAggFunc(c.Fn) {
+			return in.errorf(e.Args[0].Start(), tag+"_AGGARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: aggregating function", e.Fn)
+		}
+		return in.notAggregation(e, e.Args[0], 1, env)
+	}
+	if in.aggs[av.Name] == nil {
+		return in.undefinedAgg(e, av)
 	}
 	return nil
 }
@@ -470,6 +472,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if m, ok := Unparen(e.X).(*ast.Member); ok {
 			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array {
 				return types.UlongT, nil
+			} else if err == nil && mt.Bits > 0 {
+				return nil, in.errorf(e.Pos, "D_SIZEOF_BITFIELD", "cannot apply sizeof to a bit-field")
 			}
 		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
@@ -545,7 +549,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
 		}
 		if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Bits > 0 {
-			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field %s", m.Name)
+			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field")
 		}
 		if _, mt, err := in.KernelMember(m, env); err != nil {
 			return nil, err
@@ -570,7 +574,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
-	t, err := in.lvalue(x, types.IntT, env)
+	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
+	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
 		return nil, err
 	}
@@ -580,9 +585,45 @@ func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
 	return t, nil
 }
 
+// aggOperand rejects an aggregation as an operand of + or - or of a
+// comparison as dtrace does: it types the aggregation "aggregation",
+// incompatible with anything.
+func (in *Info) aggOperand(e *ast.Binary, env *Env) error {
+	if e.Op != "+" && e.Op != "-" && !compareOps[e.Op] {
+		return nil
+	}
+	_, xagg := Unparen(e.X).(*ast.AggVar)
+	_, yagg := Unparen(e.Y).(*ast.AggVar)
+	if !xagg && !yagg {
+		return nil
+	}
+	name := func(x ast.Expr) (string, error) {
+		if av, ok := Unparen(x).(*ast.AggVar); ok && in.aggs[av.Name] != nil {
+			return "aggregation", nil
+		}
+		t, err := in.TypeOf(x, env)
+		if err != nil {
+			return "", err
+		}
+		return t.String(), nil
+	}
+	x, err := name(e.X)
+	if err != nil {
+		return err
+	}
+	y, err := name(e.Y)
+	if err != nil {
+		return err
+	}
+	return in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+}
+
 var compareOps = map[string]bool{"==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true}
 
 func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
+	if err := in.aggOperand(e, env); err != nil {
+		return nil, err
+	}
 	x, err := in.TypeOf(e.X, env)
 	if err != nil {
 		return nil, err
@@ -595,6 +636,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Float || y.Kind == types.Float {
+			return nil, floatOp(in, e.Pos, e.Op)
+		}
 		if x.Kind == types.Struct || y.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
@@ -686,7 +730,8 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -823,7 +868,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
-		if t.Kind == types.Struct {
+		if t.Kind == types.Struct || t.Kind == types.Float {
 			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
@@ -847,7 +892,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
-			if k.Size > a.Keys[i].Size {
+			// An integer key keeps the type its first use gave it, as in
+			// DTrace: a wider one is converted to it.
+			if k.Size > a.Keys[i].Size && k.Kind != types.Int {
 				a.Keys[i] = k
 			}
 		}
@@ -924,7 +971,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	}
 	switch e.Fn {
 	case "stack", "ustack":
-		return in.stackType(e)
+		return in.stackType(e, argTypes)
 	case "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
 		return in.symType(e, argTypes)
 	case "printf":
@@ -1080,16 +1127,27 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		// tracemem(addr, size[, n]): n, when given, is how many of the
 		// size bytes to print.
 		if len(e.Args) > 3 {
-			return nil, in.errorf(e.Args[3].Start(), "D_TRACEMEM_ARGS", "tracemem ( ) prototype mismatch: expected at most 3 args")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "tracemem( ) prototype mismatch: %d args passed, at most 3 expected", len(e.Args))
 		}
 		if err := in.argCount(e, 2, 3); err != nil {
 			return nil, err
 		}
+		if !argTypes[1].IsInt() {
+			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "tracemem( ) argument #2 is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", argTypes[1])
+		}
 		if len(e.Args) == 3 && !argTypes[2].IsInt() {
 			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
 		}
-		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
+		// An array or a string in memory (curthread->comm) is its
+		// address, as DTrace takes an array for a pointer.
+		if k := argTypes[0].Kind; !argTypes[0].IsScalar() && k != types.Array && k != types.String {
+			return nil, in.errorf(e.Args[0].Start(), "D_TRACEMEM_ADDR", "tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: %s", argTypes[0])
+		}
+		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 {
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a non-zero positive integral constant expression")
+		} else if n > 1024 {
+			// dstar's limit: the record holds the bytes.
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most 1024")
 		}
 		return types.VoidT, nil
 	case PathFn:
@@ -1139,6 +1197,11 @@ func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
 		return nil
 	}
 	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
+}
+
+func isAggFunc(name string) bool {
+	_, ok := aggFuncs[name]
+	return ok
 }
 
 func plural(n int) string {
@@ -1361,7 +1424,7 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 		if limit < math.MinInt32 || limit > math.MaxInt32 {
 			return nil, in.errorf(call.Args[2].Start(), "D_LQUANT_LIMVAL", "lquantize( ) argument #2 must be a 32-bit quantity")
 		}
-		if limit < base {
+		if limit <= base {
 			return nil, in.errorf(call.Pos, "D_LQUANT_MISMATCH", "lquantize( ) base (argument #1) must be less than limit (argument #2)")
 		}
 		step := int64(1)
@@ -1414,6 +1477,9 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
+		if steps <= 0 && len(call.Args) > 4 {
+			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_STEPTYPE", "llquantize( ) argument #4 must be a non-zero positive integer constant")
+		}
 		if steps <= 0 || steps > math.MaxUint16 {
 			return nil, in.errorf(call.Args[4].Start(), "D_LLQUANT_STEPVAL", "llquantize( ) argument #4 must be an unsigned 16-bit quantity")
 		}
@@ -1430,7 +1496,7 @@ func (in *Info) aggParams(call *ast.Call) ([]int64, error) {
 			// With lmag > 0 the first magnitude's steps span
 			// factor^(lmag+1); dtrace's message says lmag==0 here too.
 			if low > 0 && !powOverflows(factor, low+1) && ipow(factor, low+1)%steps != 0 {
-				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag==0")
+				return nil, in.errorf(call.Args[1].Start(), "D_LLQUANT_STEPVAL", "llquantize() argument #4 (steps) must evenly divide pow(argument #1 (factor), lmag (argument #2) + 1) when steps>factor and lmag>0")
 			}
 		}
 		return []int64{factor, low, high, steps}, nil
@@ -1608,7 +1674,7 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 	if mt.IsCharArray() {
 		return off, types.StringT(mt.Len + 1), nil
 	}
-	if mt.Kind == types.Array || mt.Kind == types.Void {
+	if mt.Kind == types.Array || mt.Kind == types.Void || mt.Kind == types.Float && mt.Size > 8 {
 		return 0, nil, in.errorf(e.Pos, "D_UNKNOWN", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
@@ -1677,9 +1743,12 @@ func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	if t.Kind != types.Struct {
 		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
 	}
-	off, _, err := ktypes.Member(t, e.Member)
+	off, mt, err := ktypes.Member(t, e.Member)
 	if err != nil {
 		return 0, in.errorf(e.Pos, "D_UNKNOWN", "failed to determine offset of %s: Member name not found", e.Member)
+	}
+	if mt.Bits > 0 {
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_BITFIELD", "cannot take offset of a bit-field: %s", e.Member)
 	}
 	return off, nil
 }
@@ -1832,4 +1901,18 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil
+}
+
+// sameFloat reports whether a and b are the same floating-point type,
+// which is all a float may be assigned from or cast to: converting takes
+// floating-point arithmetic, which BPF has not.
+func sameFloat(a, b *types.Type) bool {
+	return a.Kind == types.Float && b.Kind == types.Float && a.Size == b.Size
+}
+
+// floatOp refuses operator op on a floating-point operand: D on BPF has
+// no floating-point arithmetic, and comparing a float's bits as an
+// integer's would give wrong answers.
+func floatOp(in *Info, pos source.Pos, op string) error {
+	return in.errorf(pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type: D cannot compute with floating-point values", op)
 }

@@ -99,5 +99,11 @@ func (in *Info) incomplete(tn *ast.TypeName, name string) error {
 	if _, err := ktypes.Lookup(tn.Name); !errors.Is(err, ktypes.ErrUnknown) {
 		return nil
 	}
-	return in.errorf(tn.Pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", tn.Name, name)
+	// A tag not yet defined is a forward declaration, which DTrace's
+	// CTF names as a struct, even a union's.
+	fwd := tn.Name
+	if word == "union" {
+		fwd = "struct" + strings.TrimPrefix(fwd, "union")
+	}
+	return in.errorf(tn.Pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", fwd, name)
 }

@@ -24,9 +24,11 @@ func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil, nil
 // typedefs (u32, bool, dev_t), which D programs use as types too.
 func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string) bool) (*ast.Program, error) {
 	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType}
-	prog, err := p.program()
-	if err != nil {
-		return nil, err
+	prog := &ast.Program{Files: []*source.File{p.f}}
+	if err := p.program(prog); err != nil {
+		// What came before the error, whose declarations DTrace would
+		// have made (and reported an error of) by then.
+		return &ast.Program{Files: prog.Files, Decls: prog.Decls, Pragmas: prog.Pragmas}, err
 	}
 	prog.Macros = p.macros
 	return prog, nil
@@ -53,6 +55,7 @@ type parser struct {
 	lx       *lexer.Lexer
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
+	item     int             // where the clause or declaration being parsed starts
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -86,7 +89,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 			d.Inline = true
 		case "typedef":
 			d.Typedef = true
-		case "static", "extern":
+		case "extern":
+			d.Extern = true
+		case "static":
 		default:
 			goto typ
 		}
@@ -95,16 +100,51 @@ func (p *parser) decl() (*ast.Decl, error) {
 		}
 	}
 typ:
-	if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+	var tn *ast.TypeName
+	if d.Extern && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+		// "extern x;": C's implicit int.
+		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
+	} else if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
 		return nil, p.syntaxError()
-	}
-	tn, err := p.typeName()
-	if err != nil {
+	} else if t, err := p.typeName(); err != nil {
 		return nil, err
+	} else {
+		tn = t
 	}
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
 		return p.typeDef(d)
+	}
+	if p.tok.Is("(") && !d.Inline {
+		// "int *(*fp)(void);": a pointer to a function.
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		for p.tok.Is("*") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		d.Name, d.Func = p.tok.Text, true
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if err := p.expect(")"); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is("(") {
+			return nil, p.syntaxError()
+		}
+		if err := p.params(); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is(";") {
+			return nil, p.syntaxError()
+		}
+		return d, nil
 	}
 	if p.tok.Kind != lexer.Ident {
 		return nil, p.syntaxError()
@@ -113,8 +153,28 @@ typ:
 	if err := p.next(); err != nil {
 		return nil, err
 	}
+	if p.tok.Is("(") && !d.Inline {
+		// A function's prototype: D declares it and can do nothing
+		// with it.
+		d.Func = true
+		if err := p.params(); err != nil {
+			return nil, err
+		}
+		if !p.tok.Is(";") {
+			return nil, p.syntaxError()
+		}
+		return d, nil
+	}
 	if err := p.subscript(d); err != nil {
 		return nil, err
+	}
+	// An extern array may have any dimensions, or none: it only
+	// describes a kernel symbol.
+	for d.Extern && p.tok.Is("[") {
+		var more ast.Decl
+		if err := p.subscript(&more); err != nil {
+			return nil, err
+		}
 	}
 	if d.Inline {
 		if err := p.expect("="); err != nil {
@@ -151,6 +211,12 @@ typ:
 		if err := p.subscript(&more); err != nil {
 			return nil, err
 		}
+		for d.Extern && p.tok.Is("[") {
+			var dim ast.Decl
+			if err := p.subscript(&dim); err != nil {
+				return nil, err
+			}
+		}
 		p.pending = append(p.pending, &more)
 	}
 	if !p.tok.Is(";") {
@@ -168,6 +234,9 @@ func (p *parser) subscript(d *ast.Decl) error {
 	}
 	if err := p.next(); err != nil {
 		return err
+	}
+	if p.tok.Is("...") {
+		return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_VARARGS", "array prototype may not use a variable-length argument list")
 	}
 	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
 		dim, err := p.cond()
@@ -203,6 +272,68 @@ func (p *parser) subscript(d *ast.Decl) error {
 		d.Keys = []*ast.TypeName{}
 	}
 	return nil
+}
+
+// params parses a function prototype's parameter list, "(int, char *)",
+// "(void)" or "(int, ...)", the current token being "(", checking it as
+// DTrace does; the parameters declare nothing.
+func (p *parser) params() error {
+	if err := p.next(); err != nil { // '('
+		return err
+	}
+	n, void := 0, false
+	for !p.tok.Is(")") {
+		n++
+		if p.tok.Is("...") {
+			if err := p.next(); err != nil {
+				return err
+			}
+			break
+		}
+		if p.tok.Kind == lexer.Ident {
+			switch p.tok.Text {
+			case "static", "extern", "self", "this", "inline", "typedef", "register", "auto":
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PARMCLASS", "inappropriate storage class for function or associative array parameter")
+			}
+		}
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+			return p.syntaxError()
+		}
+		tn, err := p.typeName()
+		if err != nil {
+			return err
+		}
+		name := ""
+		if p.tok.Kind == lexer.Ident {
+			name = p.tok.Text
+			if tn.Name == "void" && tn.Ptr == 0 {
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_NAME", "void parameter may not have a name: %s", name)
+			}
+			if err := p.next(); err != nil {
+				return err
+			}
+		}
+		void = void || tn.Name == "void" && tn.Ptr == 0
+		if p.tok.Is("[") {
+			var pd ast.Decl
+			if err := p.subscript(&pd); err != nil {
+				return err
+			}
+			if pd.Keys != nil {
+				return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_TYPE", "function prototype may not use parameter of type dynamic variable: %s, parameter #%d", name, n)
+			}
+		}
+		if !p.tok.Is(",") {
+			break
+		}
+		if err := p.next(); err != nil {
+			return err
+		}
+	}
+	if void && n > 1 {
+		return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_VOID", "void must be sole parameter")
+	}
+	return p.expect(")")
 }
 
 // declaratorStars reads past a comma between declarators and counts the
@@ -358,6 +489,11 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		return nil, err
 	}
 	d.Def = def
+	if p.isType(p.tok) {
+		// "struct a { ... } struct b { ...": a missing ';' makes two
+		// types of one declaration.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_COMBO", "invalid type combination")
+	}
 	if d.Typedef {
 		if p.tok.Kind != lexer.Ident {
 			return nil, p.syntaxError()
@@ -373,8 +509,8 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-	} else if p.tok.Kind == lexer.Ident {
-		// "struct [tag] { ... } x[5], y;": the definition, then variables
+	} else if p.tok.Kind == lexer.Ident || p.tok.Is("*") {
+		// "struct [tag] { ... } x[5], *y;": the definition, then variables
 		// of it. One without a tag gets one no name can spell.
 		if name == "" {
 			p.anon++
@@ -382,8 +518,17 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			def.Name = name
 		}
 		for {
+			ptr := 0
+			for ; p.tok.Is("*"); ptr++ {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
 			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
-				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name, Ptr: ptr}}
 			if err := p.next(); err != nil {
 				return nil, err
 			}
@@ -396,9 +541,6 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			}
 			if err := p.next(); err != nil {
 				return nil, err
-			}
-			if p.tok.Kind != lexer.Ident {
-				return nil, p.syntaxError()
 			}
 		}
 	} else if name == "" {
@@ -459,16 +601,52 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 			if inner, err = p.typeBody(mt.Name, "", mt.Pos); err != nil {
 				return nil, err
 			}
+		} else if mt.Name == "enum" && p.tok.Is("{") {
+			// An anonymous "enum { A, B } e;": its enumerators are
+			// the program's; its type gets a name no one can spell.
+			p.anon++
+			mt = &ast.TypeName{Pos: mt.Pos, Name: "enum <anon" + strconv.Itoa(p.anon) + ">"}
+			if inner, err = p.typeBody("enum", mt.Name[len("enum "):], mt.Pos); err != nil {
+				return nil, err
+			}
+		} else if kind, tag, _ := strings.Cut(mt.Name, " "); p.tok.Is("{") && mt.Ptr == 0 && tag != "" &&
+			(kind == "struct" || kind == "union" || kind == "enum") {
+			// "enum colors { ... } e;": a tagged definition in place,
+			// whose tag, as in C, is the whole program's.
+			if inner, err = p.typeBody(kind, tag, mt.Pos); err != nil {
+				return nil, err
+			}
 		}
-		if p.tok.Kind != lexer.Ident {
+		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
 		// "int x, *y, z[4];": each name after a comma has the base type
 		// with its own stars and array.
 		for {
-			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
-			if err := p.next(); err != nil {
-				return nil, err
+			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner}
+			if p.tok.Kind == lexer.Ident {
+				m.Name = p.tok.Text
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Is("(") && m.Name != "" {
+				// "int f();": a function is no member a struct can
+				// hold, as void is not.
+				return nil, source.Errorf(p.f, m.Pos, "D_DECL_VOIDOBJ", "cannot have void member: %s", m.Name)
+			}
+			if p.tok.Is(":") {
+				// A bit-field: "int a : 3;", or unnamed padding "int : 2;".
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				w, err := p.cond()
+				if err != nil {
+					return nil, err
+				}
+				m.Bits = w
+			} else if m.Name == "" {
+				return nil, p.syntaxError()
 			}
 			if p.tok.Is("[") {
 				if err := p.next(); err != nil {
@@ -609,6 +787,23 @@ func (p *parser) next() error {
 }
 
 func (p *parser) syntaxError() error {
+	// DTrace's lexer counts parentheses and brackets, and names an
+	// unbalanced one rather than the token it stopped at.
+	if p.tok.Is(")") || p.tok.Is("]") {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		if p.tok.Is(")") && parens <= 0 || p.tok.Is("]") && bracks <= 0 {
+			return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "extra %s in input stream", p.tok.Text)
+		}
+	}
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		switch {
+		case parens > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ) expected in predicate before /")
+		case bracks > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ] expected in predicate before /")
+		}
+	}
 	if p.tok.Kind == lexer.EOF {
 		return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near end of input")
 	}
@@ -625,6 +820,44 @@ func (p *parser) syntaxError() error {
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
 }
 
+// nesting counts the parentheses and brackets open before off, from the
+// start of the clause or declaration.
+func (p *parser) nesting(off int) (parens, bracks int) {
+	lx := lexer.New(p.f)
+	lx.Reset(p.item)
+	for lx.Offset() < off {
+		at := lx.Offset()
+		t, err := lx.Next()
+		if err != nil {
+			lx.Reset(at + 1)
+			continue
+		}
+		if t.Kind == lexer.EOF || int(t.Pos) >= off {
+			break
+		}
+		switch {
+		case t.Is("("):
+			parens++
+		case t.Is(")"):
+			parens--
+		case t.Is("["):
+			bracks++
+		case t.Is("]"):
+			bracks--
+		}
+	}
+	return parens, bracks
+}
+
+// afterSpace returns the offset of the first byte at or after off that is
+// not white space: where DTrace's lexer is once it has looked past a '/'.
+func (p *parser) afterSpace(off source.Pos) source.Pos {
+	for int(off) < len(p.f.Text) && strings.IndexByte(" \t\n\r\f\v", p.f.Text[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
 // expect consumes operator op or fails with a syntax error.
 func (p *parser) expect(op string) error {
 	if !p.tok.Is(op) {
@@ -633,27 +866,37 @@ func (p *parser) expect(op string) error {
 	return p.next()
 }
 
-func (p *parser) program() (*ast.Program, error) {
-	prog := &ast.Program{Files: []*source.File{p.f}}
+func (p *parser) program(prog *ast.Program) error {
 	for {
 		t, err := p.lx.NextOuter()
 		if err != nil {
-			return nil, err
+			return err
 		}
+		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
-			return prog, nil
+			return nil
 		case t.Kind == lexer.Pragma:
 			prog.Pragmas = append(prog.Pragmas, &ast.Pragma{File: p.f, Pos: t.Pos, Text: t.Text})
 		case t.Is(";"):
+		case t.Kind == lexer.ProbeDesc && t.Text == "provider":
+			p.lx.Reset(int(t.Pos))
+			if err := p.next(); err != nil {
+				return err
+			}
+			d, err := p.providerDef()
+			if err != nil {
+				return err
+			}
+			prog.Providers = append(prog.Providers, d)
 		case t.Kind == lexer.ProbeDesc && (p.startsDecl(t.Text) || p.kernelTypeDecl(t)):
 			p.lx.Reset(int(t.Pos))
 			if err := p.next(); err != nil {
-				return nil, err
+				return err
 			}
 			d, err := p.decl()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			prog.Decls = append(prog.Decls, d)
 			prog.Decls = append(prog.Decls, p.pending...)
@@ -661,14 +904,105 @@ func (p *parser) program() (*ast.Program, error) {
 		case t.Kind == lexer.ProbeDesc:
 			c, err := p.clause(t)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			prog.Clauses = append(prog.Clauses, c)
 		default:
 			p.tok = t
-			return nil, p.syntaxError()
+			return p.syntaxError()
 		}
 	}
+}
+
+// providerDef parses "provider NAME { probe NAME(ARGS) [: (ARGS)]; ... }",
+// the current token being "provider". "provider" is a keyword in D, so
+// this is never a probe description. It ends at the '}'.
+func (p *parser) providerDef() (*ast.ProviderDef, error) {
+	d := &ast.ProviderDef{File: p.f, Pos: p.tok.Pos}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	d.Name = p.tok.Text
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("{"); err != nil {
+		return nil, err
+	}
+	for !p.tok.Is("}") {
+		if p.tok.Kind != lexer.Ident || p.tok.Text != "probe" {
+			return nil, p.syntaxError()
+		}
+		pd := &ast.ProbeDef{Pos: p.tok.Pos}
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Ident {
+			return nil, p.syntaxError()
+		}
+		pd.Name = p.tok.Text
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		args, err := p.probeArgs()
+		if err != nil {
+			return nil, err
+		}
+		pd.Args = args
+		if p.tok.Is(":") {
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+			if pd.XArgs, err = p.probeArgs(); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.expect(";"); err != nil {
+			return nil, err
+		}
+		d.Probes = append(d.Probes, pd)
+	}
+	return d, nil
+}
+
+// probeArgs parses a probe definition's "(TYPE [NAME], ...)", "()" or
+// "(void)", and the token after it.
+func (p *parser) probeArgs() ([]*ast.ProbeArg, error) {
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	var args []*ast.ProbeArg
+	if p.tok.Kind == lexer.Ident && p.tok.Text == "void" && p.lx.PeekByte() == ')' {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	for !p.tok.Is(")") {
+		if len(args) > 0 {
+			if err := p.expect(","); err != nil {
+				return nil, err
+			}
+		}
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) && !p.kernelTypeAt(sizeofShape) {
+			return nil, p.syntaxError()
+		}
+		tn, err := p.typeName()
+		if err != nil {
+			return nil, err
+		}
+		a := &ast.ProbeArg{Type: tn}
+		if p.tok.Kind == lexer.Ident {
+			a.Name = p.tok.Text
+			if err := p.next(); err != nil {
+				return nil, err
+			}
+		}
+		args = append(args, a)
+	}
+	return args, p.next()
 }
 
 // clause parses the rest of a clause whose first description is first.
@@ -707,12 +1041,20 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 			return nil, p.syntaxError()
 		}
 		c.Pred = pred
+		end := p.afterSpace(p.tok.End)
 		if t, err = p.lx.NextOuter(); err != nil {
 			return nil, err
 		}
+		if !t.Is("{") {
+			return nil, source.Errorf(p.f, end, "D_SYNTAX", "expected actions { } following probe description and predicate")
+		}
 	}
-	if t.Kind == lexer.EOF || t.Is(";") {
-		// A clause without an action list takes the default action.
+	if t.Kind == lexer.EOF || t.Is(";") || !t.Is("{") && p.f.Name != "" {
+		// A clause without an action list takes the default action,
+		// but only in a description (-n): a file's clause needs one.
+		if p.f.Name != "" {
+			return nil, source.Errorf(p.f, t.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		return c, nil
 	}
 	if !t.Is("{") {
@@ -1105,6 +1447,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			}
 		}
 	}
+	if err := p.typeCombo(words, p.tok.Pos); err != nil {
+		return nil, err
+	}
 	for p.tok.Is("*") {
 		tn.Ptr++
 		if err := p.next(); err != nil {
@@ -1113,6 +1458,51 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 	}
 	tn.Name = strings.Join(words, " ")
 	return tn, nil
+}
+
+// typeCombo applies DTrace's rules to the words of a type: one base type
+// (char, int, void, float, double, string, a tag or a typedef), and
+// short, long, long long, signed and unsigned only where they fit it.
+func (p *parser) typeCombo(words []string, pos source.Pos) error {
+	var base string
+	short, long, sign := 0, 0, 0
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; w {
+		case "short":
+			short++
+		case "long":
+			long++
+		case "signed", "unsigned":
+			sign++
+		default:
+			if base != "" {
+				return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+			}
+			base = w
+			if w == "struct" || w == "union" || w == "enum" {
+				i++ // the tag
+			}
+		}
+	}
+	integer := base == "" || base == "char" || base == "int" || base == "void"
+	floating := base == "float" || base == "double"
+	switch {
+	case long > 2 || short > 1 || sign > 1:
+		return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+	case base == "char" && short+long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_CHARATTR", "invalid type declaration: short and long may not be used with char type")
+	case base == "void" && short+long+sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_VOIDATTR", "invalid type declaration: attributes may not be used with void type")
+	case !integer && sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_SIGNINT", "invalid type declaration: signed and unsigned may only be used with integer type")
+	case !integer && !floating && long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_LONGINT", "invalid type declaration: long and long long may only be used with integer or floating-point type")
+	case short > 0 && long > 0, short > 0 && floating, base == "float" && long > 0, base == "double" && long > 1:
+		// Words that fit their base but not each other: no such type.
+		name := strings.Repeat("short ", short) + strings.Repeat("long ", long) + base
+		return source.Errorf(p.f, pos, "D_UNKNOWN", "failed to resolve type %s: Unknown type name", name)
+	}
+	return nil
 }
 
 func (p *parser) postfix() (ast.Expr, error) {
@@ -1143,6 +1533,13 @@ func (p *parser) postfixOf(x ast.Expr) (ast.Expr, error) {
 				return nil, err
 			}
 			x = &ast.Call{Pos: x.Start(), Fn: x.(*ast.Ident).Name, Args: args}
+		case t.Is("("):
+			// C's grammar takes any postfix expression as a function
+			// designator; D's functions all have names.
+			if _, err := p.args(); err != nil {
+				return nil, err
+			}
+			return nil, source.Errorf(p.f, x.Start(), "D_FUNC_IDENT", "function designator is not of function type")
 		case t.Is(".") || t.Is("->"):
 			if err := p.next(); err != nil {
 				return nil, err
