@@ -33,7 +33,7 @@ type Options struct {
 	Providers   Providers
 	Macros      []string // $0 (the script name), $1, ...
 	Target      int      // $target
-	StrSize     int
+	StrSize     int      // the strsize option: a string's most characters (256 when 0)
 	BufSize     int
 	AggSize     int
 	DynVarSize  int
@@ -95,9 +95,16 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		last := files[len(files)-1]
 		return nil, source.Errorf(last, source.Pos(len(last.Text)), "D_EMPTY", "empty D program translation unit")
 	}
+	// DTrace's strsize counts a string's characters; its buffer holds
+	// one more, the NUL, so a string of exactly strsize characters is kept
+	// whole.
+	strBuf := opts.StrSize + 1
+	if opts.StrSize <= 0 {
+		strBuf = 256 + 1
+	}
 	info, err := check.Check(tree, check.Options{
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
-		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
+		StrSize: strBuf, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
 		OptionProblem: opts.OptionProblem, Version: opts.Version,
@@ -106,7 +113,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		return nil, err
 	}
 	code, err := codegen.Generate(info, codegen.Options{
-		Providers: opts.Providers, StrSize: opts.StrSize,
+		Providers: opts.Providers, StrSize: strBuf,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
 		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU,
 	})

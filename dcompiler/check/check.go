@@ -27,7 +27,7 @@ type Options struct {
 	Probes       Matcher
 	Macros       []string // $0, $1, ...: $0 is the script name
 	Target       int      // $target, 0 when there is none
-	StrSize      int      // bytes in a string, including its NUL
+	StrSize      int      // bytes in a string buffer: the strsize option and the NUL
 	AllowZero    bool     // -Z: descriptions may match no probes
 	Destructive  bool     // -w
 	DefaultArgs  bool     // -x defaultargs: missing $N are 0 / ""
@@ -120,7 +120,7 @@ var aggFuncs = map[string][2]int{
 // Check checks prog.
 func Check(prog *ast.Program, opts Options) (*Info, error) {
 	if opts.StrSize == 0 {
-		opts.StrSize = 256
+		opts.StrSize = 256 + 1
 	}
 	in := &Info{
 		Prog: prog, Opts: opts,

@@ -744,6 +744,19 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	return lt, nil
 }
 
+// SizeOf is what sizeof reports for a value of type t: a string's is
+// the strsize option, one less than its buffer, which has room for the
+// NUL too (a literal's type is its own length and NUL).
+func (in *Info) SizeOf(t *types.Type) int {
+	switch {
+	case t.Kind == types.Pointer:
+		return 8
+	case t.Kind == types.String && t.Size == in.Opts.StrSize:
+		return t.Size - 1
+	}
+	return t.Size
+}
+
 // TypeNamed resolves a type as written in a cast or sizeof.
 func (in *Info) TypeNamed(tn *ast.TypeName) (*types.Type, error) { return in.typeName(tn) }
 
@@ -1226,6 +1239,9 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 		return et, nil
 	}
 	if r, ok := RefOf(e); ok {
+		if in.StringIndex(e, env) {
+			return in.stringIndexType(e, env)
+		}
 		return in.refType(r, env)
 	}
 	if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
@@ -1259,7 +1275,44 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 		}
 		return at.Elem, nil
 	}
+	if in.StringIndex(e, env) {
+		return in.stringIndexType(e, env)
+	}
 	return nil, in.errorf(e.Pos, "D_UNKNOWN", "associative arrays are not yet supported")
+}
+
+// StringIndex reports whether e indexes a string: DTrace reads E1[E2],
+// where E1 is not an array, as *(E1 + E2), and a string is an array of
+// char, so s[i] is its character i. It is asked where e is neither an
+// array, a pointer, nor one of the built-in arrays.
+func (in *Info) StringIndex(e *ast.Index, env *Env) bool {
+	if len(e.Keys) != 1 {
+		return false
+	}
+	if r, ok := RefOf(e.X); ok {
+		v := in.Lookup(r)
+		return v != nil && v.Keys == nil && v.Type.IsString()
+	}
+	if _, ok := Unparen(e.X).(*ast.AggVar); ok {
+		return false
+	}
+	t, err := in.TypeOf(e.X, env)
+	return err == nil && t.IsString()
+}
+
+// stringIndexType types s[i]: a char, for an integer i.
+func (in *Info) stringIndexType(e *ast.Index, env *Env) (*types.Type, error) {
+	if _, err := in.TypeOf(e.X, env); err != nil {
+		return nil, err
+	}
+	kt, err := in.TypeOf(e.Keys[0], env)
+	if err != nil {
+		return nil, err
+	}
+	if !kt.IsInt() {
+		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of a string must be an integer")
+	}
+	return types.CharT, nil
 }
 
 // ArgField returns the tracepoint field named name of probe p.
@@ -1538,10 +1591,7 @@ func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
 		return int64(off), err == nil
 	case *ast.SizeofType:
 		if t, err := in.typeName(e.Type); err == nil {
-			if t.Kind == types.Pointer {
-				return 8, true
-			}
-			return int64(t.Size), true
+			return int64(in.SizeOf(t)), true
 		}
 	case *ast.Unary:
 		if v := in.ArrayVar(e.X); v != nil && e.Op == "sizeof" {

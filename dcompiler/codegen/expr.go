@@ -93,11 +93,7 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if err != nil {
 			return err
 		}
-		size := tt.Size
-		if tt.Kind == types.Pointer {
-			size = 8
-		}
-		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
+		pg.emit(asm.Mov.Imm(asm.R0, int32(pg.in.SizeOf(tt))))
 	case *ast.Call:
 		return pg.subrInt(e)
 	case *ast.Member:
@@ -131,6 +127,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 				return err
 			}
 			return pg.readKernel(t)
+		}
+		if pg.in.StringIndex(e, pg.env) {
+			return pg.stringIndex(e)
 		}
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
@@ -253,9 +252,9 @@ func (pg *probeGen) unary(e *ast.Unary, t *types.Type) error {
 		if err != nil {
 			return err
 		}
-		size := xt.Size
-		if xt.Kind == types.Pointer {
-			size = 8
+		size := pg.in.SizeOf(xt)
+		if _, lit := check.Unparen(e.X).(*ast.StrLit); lit {
+			size = xt.Size // a literal's length and NUL, as DTrace says
 		}
 		pg.emit(asm.Mov.Imm(asm.R0, int32(size)))
 		return nil

@@ -69,7 +69,7 @@ func (g *gen) groups() []*group {
 // Options size the generated maps and strings.
 type Options struct {
 	Providers Prologuer
-	StrSize   int // bytes per string, including the NUL
+	StrSize   int // bytes per string buffer: the strsize option and the NUL
 	BufSize   int // ring buffer bytes (a power of two, at least a page)
 	AggSize   int // bytes per aggregation map, to derive its entry count
 	// DynVarSize is bytes per associative array or thread-local, to
@@ -123,7 +123,7 @@ const (
 // Generate generates code for in.
 func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.StrSize <= 0 {
-		opts.StrSize = 256
+		opts.StrSize = 256 + 1
 	}
 	if opts.BufSize <= 0 {
 		opts.BufSize = 4 << 20
@@ -635,7 +635,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.scratchUsed = max(pg.scratchUsed, pg.scratch+pg.keyMax+pg.valMax)
 	if need := pg.scratchBase + pg.scratchUsed; need > maxState {
 		// The kernel refuses a larger per-CPU value with E2BIG.
-		return pg.errorf(cl.Pos, "%s needs %d bytes of per-CPU scratch space, more than the %d the kernel allows: lower strsize (%d)", pg.probe, need, maxState, pg.opts.StrSize)
+		return pg.errorf(cl.Pos, "%s needs %d bytes of per-CPU scratch space, more than the %d the kernel allows: lower strsize (%d)", pg.probe, need, maxState, pg.opts.StrSize-1)
 	}
 	return nil
 }

@@ -206,9 +206,11 @@ func (pg *probeGen) userArgs(e *ast.Call, base asm.Register, off, size int) erro
 // copyinstr copies a user-space string, faulting on a bad address.
 func (pg *probeGen) copyinstr(e *ast.Call, base asm.Register, off, size int) error {
 	if len(e.Args) == 2 {
-		// copyinstr(addr, maxlen): the buffer is at most maxlen+1.
-		if lit, ok := e.Args[1].(*ast.IntLit); ok && int(lit.Val)+1 < size {
-			size = int(lit.Val) + 1
+		// copyinstr(addr, maxlen) copies, as Oracle's does, at most
+		// min(maxlen, strsize) bytes, the NUL included.
+		size = min(size, pg.in.Opts.StrSize-1)
+		if lit, ok := e.Args[1].(*ast.IntLit); ok && lit.Val > 0 && int(lit.Val) < size {
+			size = int(lit.Val)
 		}
 	}
 	if err := pg.expr(e.Args[0]); err != nil {

@@ -240,7 +240,8 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			return err
 		}
 		if e.Fn == "getmajor" {
-			pg.emit(asm.RSh.Imm(asm.R0, 20))
+			// dev_t is 32 bits: what lies above them is no part of it.
+			pg.emit(asm.RSh.Imm(asm.R0, 20), asm.And.Imm(asm.R0, 0xfff))
 		} else {
 			pg.emit(asm.And.Imm(asm.R0, 0xfffff))
 		}

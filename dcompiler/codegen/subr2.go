@@ -350,3 +350,42 @@ func (pg *probeGen) progenyof(e *ast.Call) error {
 	pg.label(done)
 	return nil
 }
+
+// stringIndex loads s[i], character i of string s: an index outside the
+// string's buffer is an out-of-bounds fault, and one past its end reads 0
+// (not what the buffer held before).
+func (pg *probeGen) stringIndex(e *ast.Index) error {
+	S := pg.in.Opts.StrSize
+	s, err := pg.strTemp(e.X, S)
+	if err != nil {
+		return err
+	}
+	if err := pg.expr(e.Keys[0]); err != nil {
+		return err
+	}
+	ok := pg.newLabel("strindex_ok")
+	// Unsigned, so that a negative index is out of bounds too.
+	pg.emit(asm.JLT.Imm(asm.R0, int32(S), ok))
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R0))
+	pg.raise(FaultBadIndex, asm.R1, true)
+	pg.label(ok)
+	iSlot, err := pg.push()
+	if err != nil {
+		return pg.errorf(e.Pos, "%v", err)
+	}
+	pg.strLen(s, S) // R0 = len
+	pg.pop(asm.R1)
+	_ = iSlot
+	past, done := pg.newLabel("strindex_past"), pg.newLabel("strindex_done")
+	pg.emit(asm.JGT.Reg(asm.R1, asm.R0, past))
+	pg.emit(asm.JGE.Imm(asm.R1, int32(S), past)) // for the verifier
+	pg.addrOf(asm.R2, regState, s)
+	pg.emit(asm.Add.Reg(asm.R2, asm.R1))
+	pg.emit(asm.LoadMem(asm.R0, asm.R2, 0, asm.Byte))
+	pg.normalize(asm.R0, 1, true)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(past)
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	pg.label(done)
+	return nil
+}
