@@ -53,6 +53,25 @@ type Enabling struct {
 	specFailed uint64              // speculation( ) that found no buffer: all CPUs, last reported
 }
 
+// maxProgMaps is the most maps the kernel lets one program use
+// (MAX_USED_MAPS).
+const maxProgMaps = 64
+
+// mapLimit refuses a program that uses more maps than the kernel allows,
+// before any map is made: each aggregation is a map of its own.
+func mapLimit(p *codegen.Program) error {
+	used := map[string]bool{}
+	for _, ins := range p.Spec.Instructions {
+		if ins.IsLoadFromMap() && ins.Reference() != "" {
+			used[ins.Reference()] = true
+		}
+	}
+	if len(used) > maxProgMaps {
+		return fmt.Errorf("the program for %s uses %d maps, more than the %d the kernel allows one program (each aggregation is a map)", p.Probe, len(used), maxProgMaps)
+	}
+	return nil
+}
+
 // load creates prog's maps and loads its programs.
 func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabling, error) {
 	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
@@ -61,6 +80,9 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 	}
 	for i, p := range prog.Code.Programs {
 		spec.Programs[progKey(i)] = p.Spec.Copy()
+		if err := mapLimit(p); err != nil {
+			return nil, err
+		}
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogDisabled: false},

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"io"
+	"slices"
 
 	"github.com/dstar-trace/dstar/engine/output"
 )
@@ -15,7 +16,7 @@ var aggFuncs = map[string]output.Func{
 
 // PrintAggregations prints what dtrace(1) prints when tracing stops: a
 // newline, then every aggregation printa has not printed, in order of
-// first use.
+// first use (the reverse under aggsortrev).
 func (e *Enabling) PrintAggregations(w io.Writer) error {
 	snap, err := e.Snapshot()
 	if err != nil {
@@ -27,6 +28,11 @@ func (e *Enabling) PrintAggregations(w io.Writer) error {
 			continue
 		}
 		aggs = append(aggs, e.output(a))
+	}
+	if e.s.opts.AggSort.Reverse {
+		// dtrace sorts by aggregation first, and aggsortrev reverses
+		// that too.
+		slices.Reverse(aggs)
 	}
 	return output.WriteFinal(w, aggs)
 }
