@@ -57,6 +57,13 @@ func (pg *probeGen) expr(e ast.Expr) error {
 	case *ast.Postfix:
 		return pg.incdec(e.X, e.Op, true)
 	case *ast.Binary:
+		if v, ok := pg.in.ConstInt(e); ok {
+			// DTrace folds an operation on constants in 64 bits and keeps
+			// the whole value: (1 << 63) - 1 is INT64_MAX, though 1 is an
+			// int.
+			pg.emit(asm.LoadImm(asm.R0, v, asm.DWord))
+			return nil
+		}
 		return pg.binary(e, t)
 	case *ast.Cond:
 		f, end := pg.newLabel("cond_false"), pg.newLabel("cond_end")
