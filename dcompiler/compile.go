@@ -145,17 +145,16 @@ func library(dirs []string) ([]*source.File, error) {
 // Probes lists the program's matched probes.
 func (p *Program) Probes() []*providers.Probe { return p.Info.Probes }
 
-// MatchedIn counts the distinct probes the clauses of file f matched.
+// MatchedIn counts the probes the clauses of file f matched, as dtrace
+// counts them: each clause's probes, so that two clauses on BEGIN match 2.
 func (p *Program) MatchedIn(f *source.File) int {
-	seen := map[int]bool{}
+	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			for _, pr := range c.Probes {
-				seen[pr.ID] = true
-			}
+			n += len(c.Probes)
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // PragmaOptions returns the options the files set with "#pragma D option",

@@ -25,6 +25,13 @@ var profileUnits = map[string]int64{
 	"hz": 0, "": 0,
 }
 
+// NoProbeError says that a description names a probe that cannot exist,
+// such as a profile rate faster than the fastest: as in DTrace, it matches
+// no probe. Reason says why.
+type NoProbeError struct{ Reason string }
+
+func (e *NoProbeError) Error() string { return e.Reason }
+
 // parseProfileName parses "profile-N[unit]" or "tick-N[unit]". It returns
 // ok false for names that are not profile names at all (so they simply match
 // no probe) and an error for profile names with a bad or too-fast rate.
@@ -60,8 +67,8 @@ func parseProfileName(name string) (period time.Duration, perCPU, ok bool, err e
 		ns = n * unit
 	}
 	if time.Duration(ns) < minProfilePeriod {
-		return 0, perCPU, true, fmt.Errorf("%s: profile rate below minimum: the shortest period is %v (%dhz)",
-			name, minProfilePeriod, time.Second/minProfilePeriod)
+		return 0, perCPU, true, &NoProbeError{fmt.Sprintf("%s: profile rate below minimum: the shortest period is %v (%dhz)",
+			name, minProfilePeriod, time.Second/minProfilePeriod)}
 	}
 	return time.Duration(ns), perCPU, true, nil
 }

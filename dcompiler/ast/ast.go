@@ -54,6 +54,7 @@ type Decl struct {
 	File    *source.File
 	Pos     source.Pos
 	Storage string // "", "self" or "this"
+	Extern  bool   // "extern TYPE name;": the type of a kernel symbol
 	Inline  bool
 	Typedef bool
 	Type    *TypeName

@@ -37,6 +37,11 @@ func (in *Info) decls() error {
 			continue
 		}
 		t, err := in.typeName(d.Type)
+		if err != nil && d.Extern && !d.Typedef && isTagged(d.Type.Name) {
+			// A kernel symbol's type may be one D has only by name, as
+			// C's incomplete types.
+			continue
+		}
 		if err != nil {
 			if ierr := in.incomplete(d.Type, d.Name); ierr != nil && !d.Typedef {
 				return ierr
@@ -50,6 +55,10 @@ func (in *Info) decls() error {
 			return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redeclared: %s", d.Name)
 		}
 		switch {
+		case d.Extern && !d.Typedef && !d.Inline:
+			// The type of a kernel symbol, which `name reads; dstar
+			// takes a symbol's type from the kernel, so this declares
+			// nothing.
 		case d.Typedef:
 			in.typedefs[d.Name] = t
 		case d.Inline && d.Params != nil:
@@ -91,6 +100,9 @@ func (in *Info) decls() error {
 			scope := map[string]Scope{"": ScopeGlobal, "self": ScopeThread, "this": ScopeClause}[d.Storage]
 			if t.Kind == types.Void {
 				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void object: %s", d.Name)
+			}
+			if t.Kind == types.Float && t.Size > 8 {
+				return in.errorf(d.Pos, "D_UNKNOWN", "%s: variables of type %s are not supported", d.Name, t)
 			}
 			if t.Kind == types.Struct {
 				if err := in.structVarOK(d.Pos, d.Name, t, scope, d.Keys != nil); err != nil {
@@ -364,4 +376,10 @@ func (in *Info) bitField(m *ast.Member2, t *types.Type) (int, error) {
 		return 0, in.errorf(m.Pos, "D_DECL_BFSIZE", "bit-field too big for type: %s", name)
 	}
 	return int(n), nil
+}
+
+// isTagged reports whether a type name is a struct, union or enum tag.
+func isTagged(name string) bool {
+	kind, _, _ := strings.Cut(name, " ")
+	return kind == "struct" || kind == "union" || kind == "enum"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 	"golang.org/x/sys/unix"
@@ -110,7 +111,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if xt.Kind == types.Struct {
+		if xt.Kind == types.Struct || (xt.Kind == types.Float || t.Kind == types.Float) && !sameFloat(xt, t) {
+			// A float converts to nothing else: that takes arithmetic
+			// BPF has not.
 			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
@@ -579,7 +582,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
-	t, err := in.lvalue(x, types.IntT, env)
+	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
+	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
 		return nil, err
 	}
@@ -604,6 +608,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Float || y.Kind == types.Float {
+			return nil, floatOp(in, e.Pos, e.Op)
+		}
 		if x.Kind == types.Struct || y.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
@@ -695,7 +702,8 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -819,7 +827,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
-		if t.Kind == types.Struct {
+		if t.Kind == types.Struct || t.Kind == types.Float {
 			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
@@ -843,7 +851,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
-			if k.Size > a.Keys[i].Size {
+			// An integer key keeps the type its first use gave it, as in
+			// DTrace: a wider one is converted to it.
+			if k.Size > a.Keys[i].Size && k.Kind != types.Int {
 				a.Keys[i] = k
 			}
 		}
@@ -920,7 +930,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	}
 	switch e.Fn {
 	case "stack", "ustack":
-		return in.stackType(e)
+		return in.stackType(e, argTypes)
 	case "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
 		return in.symType(e, argTypes)
 	case "printf":
@@ -1076,16 +1086,27 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		// tracemem(addr, size[, n]): n, when given, is how many of the
 		// size bytes to print.
 		if len(e.Args) > 3 {
-			return nil, in.errorf(e.Args[3].Start(), "D_TRACEMEM_ARGS", "tracemem ( ) prototype mismatch: expected at most 3 args")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "tracemem( ) prototype mismatch: %d args passed, at most 3 expected", len(e.Args))
 		}
 		if err := in.argCount(e, 2, 3); err != nil {
 			return nil, err
 		}
+		if !argTypes[1].IsInt() {
+			return nil, in.errorf(e.Args[1].Start(), "D_PROTO_ARG", "tracemem( ) argument #2 is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", argTypes[1])
+		}
 		if len(e.Args) == 3 && !argTypes[2].IsInt() {
 			return nil, in.errorf(e.Args[2].Start(), "D_PROTO_ARG", "tracemem( ) argument #3 is incompatible with prototype:\n\tprototype: int\n\t argument: %s", argTypes[2])
 		}
-		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 || n > 1024 {
-			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a constant from 1 to 1024")
+		// An array or a string in memory (curthread->comm) is its
+		// address, as DTrace takes an array for a pointer.
+		if k := argTypes[0].Kind; !argTypes[0].IsScalar() && k != types.Array && k != types.String {
+			return nil, in.errorf(e.Args[0].Start(), "D_TRACEMEM_ADDR", "tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: %s", argTypes[0])
+		}
+		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 {
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a non-zero positive integral constant expression")
+		} else if n > 1024 {
+			// dstar's limit: the record holds the bytes.
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most 1024")
 		}
 		return types.VoidT, nil
 	case PathFn:
@@ -1573,7 +1594,7 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 	if mt.IsCharArray() {
 		return off, types.StringT(mt.Len + 1), nil
 	}
-	if mt.Kind == types.Array || mt.Kind == types.Void {
+	if mt.Kind == types.Array || mt.Kind == types.Void || mt.Kind == types.Float && mt.Size > 8 {
 		return 0, nil, in.errorf(e.Pos, "D_UNKNOWN", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
@@ -1800,4 +1821,18 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil
+}
+
+// sameFloat reports whether a and b are the same floating-point type,
+// which is all a float may be assigned from or cast to: converting takes
+// floating-point arithmetic, which BPF has not.
+func sameFloat(a, b *types.Type) bool {
+	return a.Kind == types.Float && b.Kind == types.Float && a.Size == b.Size
+}
+
+// floatOp refuses operator op on a floating-point operand: D on BPF has
+// no floating-point arithmetic, and comparing a float's bits as an
+// integer's would give wrong answers.
+func floatOp(in *Info, pos source.Pos, op string) error {
+	return in.errorf(pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type: D cannot compute with floating-point values", op)
 }

@@ -22,7 +22,7 @@ func (in *Info) allowStack(x ast.Expr) {
 }
 
 // stackType checks stack([frames]) and ustack([frames[, strsize]]).
-func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
+func (in *Info) stackType(e *ast.Call, argTypes []*types.Type) (*types.Type, error) {
 	user := e.Fn == "ustack"
 	most := 1
 	frames := in.Opts.StackFrames
@@ -36,16 +36,22 @@ func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, at most %d expected", e.Fn, len(e.Args), most)
 	}
 	for i, a := range e.Args {
+		if !argTypes[i].IsInt() {
+			return nil, in.errorf(a.Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uint32_t\n\t argument: %s", e.Fn, i+1, argTypes[i])
+		}
+		// DTrace's words and tags: the frame count is positive, the
+		// string size (which changes nothing) not negative; a deeper
+		// stack than the walker gives is reduced to its depth.
 		n, ok := in.ConstInt(a)
-		if !ok || n <= 0 || (i == 0 && n > maxFrames) {
+		switch {
+		case i == 1 && (!ok || n < 0):
+			return nil, in.errorf(a.Start(), "D_USTACK_STRSIZE", "ustack( ) argument #2 must be a positive integer constant")
+		case i == 0 && (!ok || n <= 0):
 			tag := map[string]string{"stack": "D_STACK_SIZE", "ustack": "D_USTACK_FRAMES"}[e.Fn]
-			if i == 1 {
-				tag = "D_USTACK_STRSIZE"
-			}
-			return nil, in.errorf(a.Start(), tag, "%s( ) argument #%d must be a non-zero positive integral constant expression", e.Fn, i+1)
+			return nil, in.errorf(a.Start(), tag, "%s( ) argument #1 must be a non-zero positive integer constant", e.Fn)
 		}
 		if i == 0 {
-			frames = int(n)
+			frames = int(min(n, maxFrames))
 		}
 	}
 	frames = min(frames, maxFrames)

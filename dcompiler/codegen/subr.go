@@ -369,6 +369,11 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			pg.emit(asm.Mov.Imm(asm.R0, int32(i+1)))
 			pg.emit(asm.JEq.Imm(asm.R1, 0, done))
 		}
+		// Counted for the consumer to report as a failed speculation.
+		pg.emit(asm.Mov.Imm(asm.R1, 1))
+		add := asm.StoreXAdd(regGlob, asm.R1, asm.DWord)
+		add.Offset = GlSpecFailed
+		pg.emit(add)
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 		pg.label(done)
 	case "progenyof":

@@ -63,6 +63,8 @@ func FromBTF(t btf.Type) *types.Type {
 		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Encoding&btf.Signed != 0, Name: name}
 	case *btf.Enum:
 		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Signed, Name: name}
+	case *btf.Float:
+		return &types.Type{Kind: types.Float, Size: int(u.Size), Name: name}
 	case *btf.Pointer:
 		elem := FromBTF(u.Target)
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: name, Elem: elem}
@@ -210,6 +212,8 @@ func btfOf(t *types.Type) (btf.Type, int, int, error) {
 			enc |= btf.Char
 		}
 		return &btf.Int{Name: t.Name, Size: uint32(t.Size), Encoding: enc}, t.Size, t.Size, nil
+	case types.Float:
+		return &btf.Float{Name: t.Name, Size: uint32(t.Size)}, t.Size, t.Size, nil
 	case types.Pointer:
 		var target btf.Type = &btf.Void{}
 		if t.Elem != nil && t.Elem.Kind == types.Struct {

@@ -90,7 +90,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 			d.Inline = true
 		case "typedef":
 			d.Typedef = true
-		case "static", "extern":
+		case "extern":
+			d.Extern = true
+		case "static":
 		default:
 			goto typ
 		}
@@ -99,12 +101,16 @@ func (p *parser) decl() (*ast.Decl, error) {
 		}
 	}
 typ:
-	if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+	var tn *ast.TypeName
+	if d.Extern && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+		// "extern x;": C's implicit int.
+		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
+	} else if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
 		return nil, p.syntaxError()
-	}
-	tn, err := p.typeName()
-	if err != nil {
+	} else if t, err := p.typeName(); err != nil {
 		return nil, err
+	} else {
+		tn = t
 	}
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
@@ -1349,6 +1355,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			}
 		}
 	}
+	if err := p.typeCombo(words, p.tok.Pos); err != nil {
+		return nil, err
+	}
 	for p.tok.Is("*") {
 		tn.Ptr++
 		if err := p.next(); err != nil {
@@ -1357,6 +1366,51 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 	}
 	tn.Name = strings.Join(words, " ")
 	return tn, nil
+}
+
+// typeCombo applies DTrace's rules to the words of a type: one base type
+// (char, int, void, float, double, string, a tag or a typedef), and
+// short, long, long long, signed and unsigned only where they fit it.
+func (p *parser) typeCombo(words []string, pos source.Pos) error {
+	var base string
+	short, long, sign := 0, 0, 0
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; w {
+		case "short":
+			short++
+		case "long":
+			long++
+		case "signed", "unsigned":
+			sign++
+		default:
+			if base != "" {
+				return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+			}
+			base = w
+			if w == "struct" || w == "union" || w == "enum" {
+				i++ // the tag
+			}
+		}
+	}
+	integer := base == "" || base == "char" || base == "int" || base == "void"
+	floating := base == "float" || base == "double"
+	switch {
+	case long > 2 || short > 1 || sign > 1:
+		return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+	case base == "char" && short+long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_CHARATTR", "invalid type declaration: short and long may not be used with char type")
+	case base == "void" && short+long+sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_VOIDATTR", "invalid type declaration: attributes may not be used with void type")
+	case !integer && sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_SIGNINT", "invalid type declaration: signed and unsigned may only be used with integer type")
+	case !integer && !floating && long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_LONGINT", "invalid type declaration: long and long long may only be used with integer or floating-point type")
+	case short > 0 && long > 0, short > 0 && floating, base == "float" && long > 0, base == "double" && long > 1:
+		// Words that fit their base but not each other: no such type.
+		name := strings.Repeat("short ", short) + strings.Repeat("long ", long) + base
+		return source.Errorf(p.f, pos, "D_UNKNOWN", "failed to resolve type %s: Unknown type name", name)
+	}
+	return nil
 }
 
 func (p *parser) postfix() (ast.Expr, error) {
