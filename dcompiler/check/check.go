@@ -383,8 +383,18 @@ func (in *Info) clause(cl *Clause) error {
 	for _, env := range envs {
 		if cl.Pred != nil {
 			t, err := in.TypeOf(cl.Pred, env)
+			// An array's name is its address elsewhere, but an array
+			// is no predicate in DTrace.
+			if id, ok := Unparen(cl.Pred).(*ast.Ident); ok && in.globals[id.Name] != nil && in.globals[id.Name].Type.Kind == types.Array {
+				t = in.globals[id.Name].Type
+			}
 			if err == nil && !t.IsScalar() {
-				err = in.errorf(cl.Pred.Start(), "D_PRED_SCALAR", "predicate result must be of scalar type")
+				// At the clause's end, where DTrace types its predicate.
+				at := cl.End
+				if at == 0 {
+					at = cl.Pred.Start()
+				}
+				err = in.errorf(at, "D_PRED_SCALAR", "predicate result must be of scalar type")
 			}
 			if err != nil {
 				return inRegion(err, "predicate")
