@@ -190,7 +190,29 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			return nil, err
 		}
 	}
+	if err := in.unusedPragmas(); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// unusedPragmas reports a #pragma D attributes or binding that names an
+// identifier the program never defines: DTrace keeps such a pragma for
+// the identifier's definition, and when none comes, calls it unused.
+func (in *Info) unusedPragmas() error {
+	for _, p := range in.Prog.Pragmas {
+		f := strings.Fields(p.Text)
+		if len(f) < 4 || f[0] != "D" || f[1] != "attributes" && f[1] != "binding" || f[3] == "provider" {
+			continue
+		}
+		name := f[3]
+		if in.defined(name) || in.threads[name] != nil || in.locals[name] != nil || in.aggs[name] != nil {
+			continue
+		}
+		in.file = p.File
+		return in.errorf(p.Pos, "D_PRAGMA_UNUSED", "unused #pragma %s", f[1])
+	}
+	return nil
 }
 
 func containsProbe(list []*providers.Probe, p *providers.Probe) bool {
