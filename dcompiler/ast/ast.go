@@ -142,6 +142,8 @@ type Clause struct {
 	Descs []*ProbeDesc
 	Pred  Expr // nil when absent
 	Body  []Stmt
+	// End is the closing '}' of the action list (NoPos without one).
+	End source.Pos
 }
 
 // Stmt is a statement in an action list.

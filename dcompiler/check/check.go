@@ -191,7 +191,29 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			return nil, err
 		}
 	}
+	if err := in.unusedPragmas(); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// unusedPragmas reports a #pragma D attributes or binding that names an
+// identifier the program never defines: DTrace keeps such a pragma for
+// the identifier's definition, and when none comes, calls it unused.
+func (in *Info) unusedPragmas() error {
+	for _, p := range in.Prog.Pragmas {
+		f := strings.Fields(p.Text)
+		if len(f) < 4 || f[0] != "D" || f[1] != "attributes" && f[1] != "binding" || f[3] == "provider" {
+			continue
+		}
+		name := f[3]
+		if in.defined(name) || in.threads[name] != nil || in.locals[name] != nil || in.aggs[name] != nil {
+			continue
+		}
+		in.file = p.File
+		return in.errorf(p.Pos, "D_PRAGMA_UNUSED", "unused #pragma %s", f[1])
+	}
+	return nil
 }
 
 func containsProbe(list []*providers.Probe, p *providers.Probe) bool {
@@ -384,8 +406,18 @@ func (in *Info) clause(cl *Clause) error {
 	for _, env := range envs {
 		if cl.Pred != nil {
 			t, err := in.TypeOf(cl.Pred, env)
+			// An array's name is its address elsewhere, but an array
+			// is no predicate in DTrace.
+			if id, ok := Unparen(cl.Pred).(*ast.Ident); ok && in.globals[id.Name] != nil && in.globals[id.Name].Type.Kind == types.Array {
+				t = in.globals[id.Name].Type
+			}
 			if err == nil && !t.IsScalar() {
-				err = in.errorf(cl.Pred.Start(), "D_PRED_SCALAR", "predicate result must be of scalar type")
+				// At the clause's end, where DTrace types its predicate.
+				at := cl.End
+				if at == 0 {
+					at = cl.Pred.Start()
+				}
+				err = in.errorf(at, "D_PRED_SCALAR", "predicate result must be of scalar type")
 			}
 			if err != nil {
 				return inRegion(err, "predicate")

@@ -1136,6 +1136,7 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		return nil, err
 	}
 	c.Body = body
+	c.End = p.tok.Pos
 	return c, nil
 }
 
