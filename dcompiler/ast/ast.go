@@ -118,6 +118,7 @@ type Member2 struct {
 // EnumItem is an enumerator, with its value when one is given.
 type EnumItem struct {
 	Pos   source.Pos
+	Next  source.Pos // the token after it, which DTrace has read when it defines it
 	Name  string
 	Value Expr
 }

@@ -288,7 +288,12 @@ func (in *Info) typeDef(d *ast.Decl) error {
 	if def.Kind == "enum" {
 		enum := &btf.Enum{Name: def.Name, Size: 4, Signed: true}
 		next := int64(0)
+		mine := map[string]bool{}
 		for _, item := range def.Items {
+			if mine[item.Name] {
+				return in.errorf(item.Next, "D_UNKNOWN", "failed to define enumerator '%s': Duplicate member or variable name", item.Name)
+			}
+			mine[item.Name] = true
 			if item.Value != nil {
 				v, ok := in.ConstInt(item.Value)
 				if !ok {

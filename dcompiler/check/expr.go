@@ -118,8 +118,10 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		}
 		return t, nil
 	case *ast.SizeofType:
-		if _, err := in.typeName(e.Type); err != nil {
+		if t, err := in.typeName(e.Type); err != nil {
 			return nil, err
+		} else if t.Kind == types.Void {
+			return nil, in.errorf(e.Pos, "D_SIZEOF_TYPE", "cannot apply sizeof to an operand of unknown size")
 		}
 		return types.UlongT, nil
 	case *ast.OffsetOf:
@@ -134,7 +136,8 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 func literalType(e *ast.IntLit) *types.Type {
 	switch e.Suffix {
 	case "char":
-		return types.CharT
+		// A character constant is an int, as in C ('c' has size 4).
+		return types.IntT
 	case "u":
 		if e.Val > 0xffffffff {
 			return types.UlongT

@@ -616,6 +616,7 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				item.Value = v
 			}
 			def.Items = append(def.Items, item)
+			item.Next = p.tok.Pos
 			if p.tok.Is(",") {
 				if err := p.next(); err != nil {
 					return nil, err
