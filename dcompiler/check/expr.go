@@ -690,6 +690,19 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	return types.Arith(x, y), nil
 }
 
+// ptrIntMix reports whether assigning rhs, of type rt, to a pointer or
+// integer of type lt mixes a pointer with an integer other than 0.
+func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
+	switch {
+	case lt.Kind == types.Pointer && rt.IsInt():
+		v, ok := in.ConstInt(rhs)
+		return !ok || v != 0
+	case lt.IsInt() && rt.Kind == types.Pointer:
+		return true
+	}
+	return false
+}
+
 // StringNullCompare reports whether e is a string compared for (in)equality
 // with NULL (or 0), as DTrace allows for a string a subroutine such as
 // strtok returned: dstar's strings are values, and a NULL one is empty.
@@ -744,6 +757,11 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
+	if e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
+		// As dtrace's dt_node_is_ptrcompat: an integer and a pointer
+		// mix only as the constant 0 (x = curthread; x = pid is an error).
+		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
+	}
 	return lt, nil
 }
 
@@ -792,6 +810,9 @@ func (in *Info) lvalue(x ast.Expr, t *types.Type, env *Env) (*types.Type, error)
 			if isReserved(id.Name) {
 				return nil, in.errorf(id.Pos, "D_IDENT_BADREF", "%s( ) may not be referenced as a scalar", id.Name)
 			}
+		}
+		if err := localArray(x); err != nil {
+			return nil, in.errorf(x.Start(), "D_ARR_LOCAL", "%v", err)
 		}
 		return nil, in.errorf(x.Start(), "D_OP_LVAL", "operator = requires a writable lvalue operand")
 	}
@@ -1281,6 +1302,9 @@ func (in *Info) indexType(e *ast.Index, env *Env) (*types.Type, error) {
 	if in.StringIndex(e, env) {
 		return in.stringIndexType(e, env)
 	}
+	if err := localArray(e); err != nil {
+		return nil, in.errorf(e.Pos, "D_ARR_LOCAL", "%v", err)
+	}
 	return nil, in.errorf(e.Pos, "D_UNKNOWN", "associative arrays are not yet supported")
 }
 
@@ -1316,6 +1340,21 @@ func (in *Info) stringIndexType(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of a string must be an integer")
 	}
 	return types.CharT, nil
+}
+
+// localArray refuses this->x[k], as DTrace does: a clause-local is never
+// an associative array.
+func localArray(x ast.Expr) error {
+	ix, ok := Unparen(x).(*ast.Index)
+	if !ok {
+		return nil
+	}
+	if m, ok := ix.X.(*ast.Member); ok && m.Arrow {
+		if id, ok := m.X.(*ast.Ident); ok && id.Name == "this" {
+			return fmt.Errorf("local variables may not be used as associative arrays: %s", m.Name)
+		}
+	}
+	return nil
 }
 
 // ArgField returns the tracepoint field named name of probe p.

@@ -317,6 +317,16 @@ func (pg *probeGen) binary(e *ast.Binary, t *types.Type) error {
 	if err != nil {
 		return err
 	}
+	if e.Op == "%" && t.Signed {
+		// DTrace folds constants as C computes them: 7 % -3 is 1, where
+		// the same at run time is -1 (see divide).
+		x, okx := pg.in.ConstInt(e.X)
+		y, oky := pg.in.ConstInt(e.Y)
+		if okx && oky && y != 0 {
+			pg.emit(asm.LoadImm(asm.R0, x%y, asm.DWord))
+			return nil
+		}
+	}
 	// Left into a temporary, right into R0, then R1 = right, R0 = left.
 	if err := pg.expr(e.X); err != nil {
 		return err
@@ -441,14 +451,17 @@ func (pg *probeGen) arith(op string, t *types.Type, at ast.Expr) error {
 	default:
 		return pg.errorf(at.Start(), "operator %s is not supported", op)
 	}
-	pg.normalize(asm.R0, t.Size, t.Signed)
+	// No truncation to t: DTrace computes in 64-bit registers and cuts a
+	// value to its type's size only where it is stored, cast or recorded
+	// (i * i / i of an int i is i, even past 2^31).
 	return nil
 }
 
 // divide computes R0 = R0 / R1 (or R0 % R1), faulting on a zero divisor.
 // BPF divides unsigned, so signed operands divide by magnitude and the
-// sign is put back as C does it: the quotient's from both signs, the
-// remainder's from the dividend.
+// sign is put back as Oracle's DTrace for Linux does, for the quotient as
+// for the remainder: negative when exactly one operand is (19 % -5 is -4,
+// where C says 4).
 func (pg *probeGen) divide(mod, signed bool) {
 	nonzero := pg.newLabel("divisor_ok")
 	pg.emit(asm.JNE.Imm(asm.R1, 0, nonzero))
@@ -468,10 +481,7 @@ func (pg *probeGen) divide(mod, signed bool) {
 	pg.emit(asm.Neg.Imm(asm.R0, 0), asm.Xor.Imm(asm.R2, 1))
 	pg.label(xpos)
 	pg.emit(asm.JSGE.Imm(asm.R1, 0, ypos))
-	pg.emit(asm.Neg.Imm(asm.R1, 0))
-	if !mod {
-		pg.emit(asm.Xor.Imm(asm.R2, 1))
-	}
+	pg.emit(asm.Neg.Imm(asm.R1, 0), asm.Xor.Imm(asm.R2, 1))
 	pg.label(ypos)
 	pg.emit(op.Reg(asm.R0, asm.R1))
 	pg.emit(asm.JEq.Imm(asm.R2, 0, done))

@@ -18,6 +18,14 @@ func (pg *probeGen) kernelAddr(e *ast.Member) error {
 		if err := pg.expr(e.X); err != nil {
 			return err
 		}
+		if off != 0 {
+			// A NULL pointer faults at address 0, not at the member's
+			// offset, as in DTrace.
+			notNull := pg.newLabel("ptr_ok")
+			pg.emit(asm.JNE.Imm(asm.R0, 0, notNull))
+			pg.raise(FaultBadAddr, asm.R0, true)
+			pg.label(notNull)
+		}
 	} else if err := pg.structAddr(e.X); err != nil {
 		return err
 	}

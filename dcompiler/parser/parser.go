@@ -84,17 +84,22 @@ func (p *parser) decl() (*ast.Decl, error) {
 	if p.tok.Kind == lexer.Ident && p.tok.Text == "translator" {
 		return p.translator(d)
 	}
+	class := false // a storage class was given: self, this, static or extern
 	for p.tok.Kind == lexer.Ident {
 		switch p.tok.Text {
-		case "self", "this":
-			d.Storage = p.tok.Text
+		case "self", "this", "static", "extern":
+			if class {
+				return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_CLASS", "only one storage class allowed in a declaration")
+			}
+			class = true
+			if p.tok.Text == "self" || p.tok.Text == "this" {
+				d.Storage = p.tok.Text
+			}
+			d.Extern = p.tok.Text == "extern"
 		case "inline":
 			d.Inline = true
 		case "typedef":
 			d.Typedef = true
-		case "extern":
-			d.Extern = true
-		case "static":
 		default:
 			goto typ
 		}
@@ -104,15 +109,18 @@ func (p *parser) decl() (*ast.Decl, error) {
 	}
 typ:
 	var tn *ast.TypeName
-	if d.Extern && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
-		// "extern x;": C's implicit int.
+	if class && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && (p.nameOnly() || d.Extern && !p.kernelTypeAt(declShape)) {
+		// "self x;", "extern x;": a storage class and no type declares
+		// an int, as in C.
 		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
-	} else if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
-		return nil, p.syntaxError()
-	} else if t, err := p.typeName(); err != nil {
-		return nil, err
 	} else {
-		tn = t
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+			return nil, p.syntaxError()
+		}
+		var err error
+		if tn, err = p.typeName(); err != nil {
+			return nil, err
+		}
 	}
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
@@ -736,6 +744,18 @@ func (p *parser) isType(t lexer.Token) bool {
 // cast only when an operand or a + - * & follows: "(x) == 1" is not asked
 // about. A name found is a type for the rest of the parse. The scan
 // position is left as it was.
+// nameOnly reports whether the current identifier is followed by what
+// ends a declarator (";", "," or "["), so that it names a variable.
+func (p *parser) nameOnly() bool {
+	t := p.tok
+	save := p.lx.Offset()
+	defer func() { p.lx.Reset(save); p.tok = t }()
+	if p.next() != nil {
+		return false
+	}
+	return p.tok.Is(";") || p.tok.Is(",") || p.tok.Is("[")
+}
+
 func (p *parser) kernelTypeAt(shape typeShape) bool {
 	t := p.tok
 	if t.Kind != lexer.Ident || p.kernelType == nil || p.isType(t) {
