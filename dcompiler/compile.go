@@ -55,6 +55,7 @@ type Options struct {
 	LibDirs []string
 	// OptionProblem validates #pragma D option settings (check.Options).
 	OptionProblem func(name, value string) error
+	Version       string // -x version (check.Options)
 }
 
 // Program is a compiled D program.
@@ -73,7 +74,8 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range append(lib, files...) {
+	empty := true
+	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
@@ -83,13 +85,22 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
 		tree.Decls = append(tree.Decls, t.Decls...)
 		tree.Macros = append(tree.Macros, t.Macros...)
+		if i >= len(lib) && len(t.Clauses)+len(t.Decls) > 0 {
+			empty = false
+		}
+	}
+	// A program with neither clauses nor declarations (pragmas and
+	// comments at most) is an error in DTrace, not a wait for nothing.
+	if empty && len(files) > 0 {
+		last := files[len(files)-1]
+		return nil, source.Errorf(last, source.Pos(len(last.Text)), "D_EMPTY", "empty D program translation unit")
 	}
 	info, err := check.Check(tree, check.Options{
 		Probes: opts.Providers, Macros: opts.Macros, Target: opts.Target,
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
-		OptionProblem: opts.OptionProblem,
+		OptionProblem: opts.OptionProblem, Version: opts.Version,
 	})
 	if err != nil {
 		return nil, err
@@ -136,17 +147,16 @@ func library(dirs []string) ([]*source.File, error) {
 // Probes lists the program's matched probes.
 func (p *Program) Probes() []*providers.Probe { return p.Info.Probes }
 
-// MatchedIn counts the distinct probes the clauses of file f matched.
+// MatchedIn counts the probes the clauses of file f matched, as dtrace
+// counts them: each clause's probes, so that two clauses on BEGIN match 2.
 func (p *Program) MatchedIn(f *source.File) int {
-	seen := map[int]bool{}
+	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			for _, pr := range c.Probes {
-				seen[pr.ID] = true
-			}
+			n += len(c.Probes)
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // PragmaOptions returns the options the files set with "#pragma D option",

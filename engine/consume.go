@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"math"
 	"os/exec"
 	"strings"
 
@@ -109,7 +110,7 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Status = int(int32(vals[0].Bits))
 		case codegen.ActSetopt, codegen.ActFreopen, codegen.ActFtruncate:
 			if err := s.outputAction(act.Kind, vals); err != nil {
-				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: s.opts.Prog + ": " + err.Error() + "\n", Stderr: true})
+				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: e.libraryFault(rec, err), Stderr: true})
 			}
 			if text.Len() == 0 {
 				continue
@@ -199,6 +200,13 @@ func datum(raw []byte, d codegen.Datum) printf.Value {
 		}
 		return printf.Str(string(b))
 	}
+	if d.Type.Kind == types.Float {
+		// The value's bits, as the kernel or a variable holds them.
+		if d.Type.Size == 4 {
+			return printf.Float(float64(math.Float32frombits(uint32(ne.Uint64(b)))))
+		}
+		return printf.Float(math.Float64frombits(ne.Uint64(b)))
+	}
 	size := d.Type.Size
 	if d.Type.Kind == types.Pointer {
 		size = 8
@@ -213,47 +221,57 @@ func (e *Enabling) fault(raw []byte, cpu, pid int, ts uint64) {
 	}
 	epid := ne.Uint64(raw[codegen.FltEPID:])
 	code := ne.Uint64(raw[codegen.FltCode:])
-	action := ne.Uint64(raw[codegen.FltAction:])
+	pc := ne.Uint64(raw[codegen.FltInsnPC:])
 	addr := ne.Uint64(raw[codegen.FltAddr:])
-	var probe *providers.Probe
-	if rec := e.Prog.Code.Records[uint32(epid)]; rec != nil {
-		probe = rec.Probe
-	} else {
-		probe = e.probeOfEPID(uint32(epid))
-	}
-	text := faultMessage(e.s.opts.Prog, uint32(epid), probe, code, addr, int(action))
+	probe, clause := e.clauseOfEPID(uint32(epid))
+	f := output.ProbeFault{Clause: clause, Fault: output.Fault(code), Addr: addr, PC: int(pc)}
+	text := e.s.opts.Prog + ": " + output.ProbeError(probeFault(f, probe)) + "\n"
 	e.s.mu.Lock()
 	e.s.deliver(&Event{Kind: KindError, Probe: probe, EPID: uint32(epid), CPU: cpu, PID: pid, Timestamp: ts,
 		Values: []printf.Value{printf.Uint(code), printf.Uint(addr)}, Text: text, Stderr: true})
 	e.s.mu.Unlock()
-	// ERROR's arguments, as DTrace defines them: arg1 the EPID, arg2 the
-	// action index, arg3 the DIF offset, arg4 the fault, arg5 the address.
-	e.fire("ERROR", 0, epid, action, 0, code, addr)
+	// ERROR's arguments, as Oracle's DTrace defines them: arg1 the
+	// probe's ID, arg2 the clause's index, arg3 the BPF pc, arg4 the
+	// fault, arg5 the address.
+	var id uint64
+	if probe != nil {
+		id = uint64(probe.ID)
+	}
+	e.fire("ERROR", 0, id, uint64(clause), pc, code, addr)
 }
 
-// faultMessage words a fault as dtrace(1) does. There is no DIF here, so
-// the message has no "at DIF offset".
-func faultMessage(prog string, epid uint32, p *providers.Probe, code, addr uint64, action int) string {
-	f := output.ProbeFault{EPID: epid, Fault: output.Fault(code), Addr: addr, Action: action, Offset: -1}
+// probeFault fills in f's probe.
+func probeFault(f output.ProbeFault, p *providers.Probe) output.ProbeFault {
 	if p != nil {
 		f.ProbeID = uint32(p.ID)
 		f.Provider, f.Module, f.Function, f.Name = p.Provider, p.Module, p.Function, p.Name
 	}
-	return prog + ": " + output.ProbeError(f) + "\n"
+	return f
 }
 
-// probeOfEPID finds the probe of an enabled probe id that records nothing.
-func (e *Enabling) probeOfEPID(epid uint32) *providers.Probe {
+// libraryFault words an error of an action the consumer carries out
+// (setopt( ), freopen( )) as dtrace's dt_handle_liberr does.
+func (e *Enabling) libraryFault(rec *codegen.Record, err error) string {
+	f := output.ProbeFault{Clause: rec.Clause, Fault: output.FaultLibrary, PC: -1, Msg: err.Error()}
+	return e.s.opts.Prog + ": " + output.ProbeError(probeFault(f, rec.Probe)) + "\n"
+}
+
+// clauseOfEPID finds the probe and the clause's index in the program of
+// an enabled probe id, whether or not it records.
+func (e *Enabling) clauseOfEPID(epid uint32) (*providers.Probe, int) {
+	if rec := e.Prog.Code.Records[epid]; rec != nil {
+		return rec.Probe, rec.Clause
+	}
 	n := uint32(1)
 	for _, p := range e.Prog.Info.Probes {
-		for range e.Prog.Info.ClausesOf[p.ID] {
+		for _, cl := range e.Prog.Info.ClausesOf[p.ID] {
 			if n == epid {
-				return p
+				return p, cl.Index
 			}
 			n++
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // aggAction carries out printa(), clear(), trunc(), normalize() and
@@ -310,8 +328,7 @@ func (e *Enabling) speculate(id uint32, raw []byte) {
 		e.specs = map[uint32]*specBuf{}
 	}
 	if id == 0 || int(id) > e.Prog.Code.NSpec {
-		e.specFailed++ // speculation() had no buffer to give
-		return
+		return // the program drops such a clause before it records
 	}
 	b := e.specs[id]
 	if b == nil {

@@ -50,7 +50,7 @@ type Enabling struct {
 
 	specs      map[uint32]*specBuf // speculative records, by speculation
 	specDrops  uint64              // not yet reported
-	specFailed uint64              // speculate() without a buffer, not yet reported
+	specFailed uint64              // speculation( ) that found no buffer: all CPUs, last reported
 }
 
 // load creates prog's maps and loads its programs.
@@ -146,6 +146,16 @@ func (e *Enabling) activity() uint64 {
 		return codegen.Draining
 	}
 	return binary.NativeEndian.Uint64(val[codegen.GlActivity:])
+}
+
+// global reads one u64 of the globals value (0 if it cannot).
+func (e *Enabling) global(off int) uint64 {
+	m := e.coll.Maps[codegen.GlobalsMap]
+	val := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), val); err != nil {
+		return 0
+	}
+	return binary.NativeEndian.Uint64(val[off:])
 }
 
 // ProgramIDs returns the kernel's IDs of the enabling's programs.
@@ -348,9 +358,10 @@ func (e *Enabling) reportDrops() {
 	}
 	report(e.readPerCPU(codegen.StDrops), &e.drops, false)
 	report(e.readPerCPU(codegen.StAggDrops), &e.aggDrops, true)
+	failedNow := e.global(codegen.GlSpecFailed)
 	e.stateMu.Lock()
-	spec, failed := e.specDrops, e.specFailed
-	e.specDrops, e.specFailed = 0, 0
+	spec, failed := e.specDrops, failedNow-e.specFailed
+	e.specDrops, e.specFailed = 0, failedNow
 	e.stateMu.Unlock()
 	for _, d := range []struct {
 		n    uint64

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dstar-trace/dstar/dcompiler/check"
 )
 
 // optionKind says what dstar does with a DTrace option.
@@ -105,6 +107,13 @@ func OptionProblem(name, value string) error {
 		if _, ok := ParseCPU(value); !ok {
 			return bad
 		}
+	case optBool:
+		// As dtrace: yes/no words, or a number that is not negative.
+		if _, word := boolWords[strings.ToLower(value)]; !word && value != "" {
+			if n, err := strconv.ParseInt(value, 0, 64); err != nil || n < 0 {
+				return bad
+			}
+		}
 	case optAny:
 		if name == "outputformat" && value != "text" && value != "json" {
 			return bad
@@ -121,14 +130,27 @@ func OptionProblem(name, value string) error {
 		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {
 			return bad
 		}
+		if name == "version" {
+			return check.VersionProblem(value)
+		}
 	}
 	return nil
+}
+
+// boolWords are the words dtrace takes for a boolean option's value,
+// and whether each sets it.
+var boolWords = map[string]bool{
+	"yes": true, "enable": true, "enabled": true, "true": true, "on": true, "set": true,
+	"no": false, "disable": false, "disabled": false, "false": false, "off": false, "unset": false,
 }
 
 // OptionSet reports whether a boolean option is on in opts.
 func OptionSet(opts map[string]string, name string) bool {
 	v, ok := opts[name]
-	return ok && v != "0" && v != "false"
+	if on, word := boolWords[strings.ToLower(v)]; word {
+		return ok && on
+	}
+	return ok && v != "0"
 }
 
 // ParseSize parses a size: bytes, or with a k, m, g or t suffix; empty is

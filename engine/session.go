@@ -109,13 +109,16 @@ func (s *Session) Status() int {
 // Stop asks the session to stop, as exit() would.
 func (s *Session) Stop() { s.finish(-1) }
 
+// finish records an exit( ) status and stops tracing. The last exit( )
+// read decides the status, as in dtrace: END's exit(0) after BEGIN's
+// exit(1) exits 0.
 func (s *Session) finish(status int) {
-	s.doneOnce.Do(func() {
-		if status >= 0 {
-			s.status = status
-		}
-		close(s.done)
-	})
+	if status >= 0 {
+		s.mu.Lock()
+		s.status = status
+		s.mu.Unlock()
+	}
+	s.doneOnce.Do(func() { close(s.done) })
 }
 
 // Enable loads prog, attaches its probes, fires BEGIN, and starts

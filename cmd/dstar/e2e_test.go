@@ -253,10 +253,10 @@ func TestRuntimeFaults(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "next clause\n") || !strings.Contains(r.stdout, "ERROR 4 0\n") || !strings.Contains(r.stdout, "ERROR 1 0\n") {
 		t.Errorf("stdout:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "dstar: error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in action #2\n") {
+	if !regexp.MustCompile(`dstar: error in dt_clause_0 for probe ID 1 \(dtrace:::BEGIN\): divide-by-zero at BPF pc \d+\n`).MatchString(r.stderr) {
 		t.Errorf("no divide-by-zero message:\n%s", r.stderr)
 	}
-	if !regexp.MustCompile(`dstar: error on enabled probe ID \d+ \(ID \d+: profile:::tick-1ms\): invalid address \(0x0\) in action #1\n`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`dstar: error in dt_clause_3 for probe ID \d+ \(profile:::tick-1ms\): invalid address \(0x0\) at BPF pc \d+\n`).MatchString(r.stderr) {
 		t.Errorf("no invalid address message:\n%s", r.stderr)
 	}
 }
@@ -616,7 +616,7 @@ func TestLongJumps(t *testing.T) {
 	if r.code != 0 || r.stdout != fmt.Sprintf("%d\n\n", want) {
 		t.Fatalf("exit %d, stdout %q, want %d\nstderr: %s", r.code, r.stdout, want, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "invalid address (0x0) in action #1") {
+	if !strings.Contains(r.stderr, "error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc ") {
 		t.Errorf("stderr %q, want the second clause's fault", r.stderr)
 	}
 }
@@ -643,7 +643,7 @@ func TestBigRecord(t *testing.T) {
 	if r.code != 0 || len(lines) != 150 || lines[0] != "ab 0" || lines[149] != "ab 149" {
 		t.Fatalf("exit %d, %d lines, stdout ends %q\nstderr: %s", r.code, len(lines), lines[len(lines)-1], r.stderr)
 	}
-	if !strings.Contains(r.stderr, "invalid address (0x0) in action #151") {
+	if !strings.Contains(r.stderr, "error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc ") {
 		t.Errorf("stderr %q, want the second clause's fault", r.stderr)
 	}
 }
@@ -888,5 +888,22 @@ func TestPrintfWide(t *testing.T) {
 	r := dstar(t, 20*time.Second, "-qn", `BEGIN { printf("%10000000d|%-10000000s|\n", 1, "x"); exit(0); }`)
 	if want := strings.Repeat(" ", 9999999) + "1|x" + strings.Repeat(" ", 9999999) + "|\n\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("exit %d, %d bytes of output, want %d", r.code, len(r.stdout), len(want))
+	}
+}
+
+// TestExitAndMatched checks dtrace's notice, which counts each clause's
+// probes, and that the last exit( ) read decides the status: END's.
+func TestExitAndMatched(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-n", `BEGIN { exit(1); } BEGIN { exit(2); } END { exit(0); }`)
+	if r.code != 0 {
+		t.Errorf("exit status %d, want END's 0", r.code)
+	}
+	if want := "dstar: description 'BEGIN ' matched 3 probes\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	r = dstar(t, 20*time.Second, "-q", "-n", `BEGIN { exit(0); } END { exit(3); }`)
+	if r.code != 3 {
+		t.Errorf("exit status %d, want END's 3", r.code)
 	}
 }

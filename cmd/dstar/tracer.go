@@ -109,6 +109,19 @@ func (t *tracer) readSources() error {
 					}
 				}
 				out, err := cpp.Run(s.text, text, opts)
+				var errs cpp.Errors
+				if errors.As(err, &errs) {
+					// As dtrace, which pipes the script into cpp: cpp's
+					// words, the script called /dev/stdin, then dtrace's.
+					for _, e := range errs {
+						file := e.File
+						if file == s.text {
+							file = "/dev/stdin"
+						}
+						fmt.Fprintf(t.stderr, "%s:%d: error: %s\n", file, e.Line, e.Msg)
+					}
+					return fmt.Errorf("failed to compile script %s: Preprocessor failed to process input program", s.text)
+				}
 				if err != nil {
 					return fmt.Errorf("failed to preprocess %s: %v", s.text, err)
 				}
@@ -403,7 +416,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, LibDirs: t.cfg.libdirs,
-		OptionProblem: engine.OptionProblem,
+		OptionProblem: engine.OptionProblem, Version: t.opts["version"],
 	})
 }
 

@@ -54,6 +54,7 @@ type Decl struct {
 	File    *source.File
 	Pos     source.Pos
 	Storage string // "", "self" or "this"
+	Extern  bool   // "extern TYPE name;": the type of a kernel symbol
 	Inline  bool
 	Typedef bool
 	Type    *TypeName
@@ -105,6 +106,9 @@ type Member2 struct {
 	Def  *TypeDef // an anonymous struct or union defined in place, or nil
 	Name string
 	Len  int // array length, 0 for none
+	// Bits is a bit-field's width ("int a : 3;"), or nil; a bit-field
+	// may have no name.
+	Bits Expr
 }
 
 // EnumItem is an enumerator, with its value when one is given.

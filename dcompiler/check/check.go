@@ -35,6 +35,7 @@ type Options struct {
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
+	Version      string   // -x version: the D version asked for ("" for the latest)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error
@@ -397,44 +398,118 @@ func (in *Info) clause(cl *Clause) error {
 	return nil
 }
 
-// speculationRules enforces DTrace's rules on what may share a clause with
-// speculate(): it comes before any other data-recording action, once, and
-// neither aggregations nor exit(), commit() or discard() follow it.
+// Clause flags: what a clause's actions so far have done, in the order
+// dtrace's code generator meets them (dt_cg_clsflags).
+type clsFlags struct{ spec, comm, drec, agg bool }
+
+// speculationRules enforces DTrace's rules on the order of actions in a
+// clause: speculate() comes first, once, and is followed by neither an
+// aggregation, nor exit(), nor a destructive action; commit() comes before
+// any data-recording action and is followed by none.
 func (in *Info) speculationRules(cl *Clause) error {
-	speculating, recorded := false, false
-	for _, s := range cl.Body {
-		es, ok := s.(*ast.ExprStmt)
-		if !ok {
-			continue
-		}
-		if a, ok := es.X.(*ast.Assign); ok && speculating {
-			if _, isAgg := AggTarget(a.LHS); isAgg {
-				return in.errorf(a.Pos, "D_AGG_SPEC", "aggregating actions may not follow speculate( )")
+	var f clsFlags
+	return in.actionOrder(cl.Body, &f)
+}
+
+func (in *Info) actionOrder(list []ast.Stmt, f *clsFlags) error {
+	for _, s := range list {
+		switch s := s.(type) {
+		case *ast.IfStmt:
+			// Only one branch runs: each starts from the flags before
+			// the if, and what either did holds after it.
+			g, h := *f, *f
+			if err := in.actionOrder(s.Then, &g); err != nil {
+				return err
 			}
-		}
-		call, ok := es.X.(*ast.Call)
-		if !ok {
-			continue
-		}
-		switch call.Fn {
-		case "speculate":
-			if speculating {
-				return in.errorf(call.Pos, "D_SPEC_SPEC", "only one speculate( ) may be issued per clause")
+			if err := in.actionOrder(s.Else, &h); err != nil {
+				return err
 			}
-			if recorded {
-				return in.errorf(call.Pos, "D_SPEC_DREC", "speculate( ) may not follow data-recording actions")
+			*f = clsFlags{g.spec || h.spec, g.comm || h.comm, g.drec || h.drec, g.agg || h.agg}
+		case *ast.ExprStmt:
+			if err := in.actionStmt(s.X, f); err != nil {
+				return err
 			}
-			speculating = true
-		case "exit", "commit", "discard":
-			if speculating {
-				return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
-			}
-			recorded = true
-		case "printf", "trace", "printa", "clear", "trunc", "normalize", "denormalize", "stack", "ustack",
-			"sym", "func", "mod", "usym", "ufunc", "umod", "uaddr":
-			recorded = true
 		}
 	}
+	return nil
+}
+
+// actionStmt applies one statement to the clause's flags.
+func (in *Info) actionStmt(x ast.Expr, f *clsFlags) error {
+	if a, ok := x.(*ast.Assign); ok {
+		if _, isAgg := AggTarget(a.LHS); isAgg {
+			if f.comm {
+				return in.errorf(a.Pos, "D_AGG_COMM", "aggregating actions may not follow commit( )")
+			}
+			if f.spec {
+				return in.errorf(a.Pos, "D_AGG_SPEC", "aggregating actions may not follow speculate( )")
+			}
+			f.agg = true
+			return nil
+		}
+	}
+	// copyout() and copyoutstr() are destructive wherever they are called.
+	var err error
+	ast.Inspect(x, func(e ast.Expr) {
+		if c, ok := e.(*ast.Call); ok && err == nil && (c.Fn == "copyout" || c.Fn == "copyoutstr") {
+			err = in.dataAction(c, true, f)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	call, ok := x.(*ast.Call)
+	if !ok {
+		return nil
+	}
+	switch call.Fn {
+	case "speculate":
+		if f.spec {
+			return in.errorf(call.Pos, "D_SPEC_SPEC", "speculate( ) may not follow speculate( )")
+		}
+		if f.comm {
+			return in.errorf(call.Pos, "D_SPEC_COMM", "speculate( ) may not follow commit( )")
+		}
+		if f.drec || f.agg {
+			return in.errorf(call.Pos, "D_SPEC_DREC", "speculate( ) may not follow data-recording action(s)")
+		}
+		f.spec = true
+	case "commit", "discard":
+		// dtrace allows these after speculate(); dstar's speculative
+		// buffer does not hold them, so it refuses the clause.
+		if f.spec {
+			return in.errorf(call.Pos, "D_ACT_SPEC", "%s( ) may not follow speculate( )", call.Fn)
+		}
+		if call.Fn == "commit" {
+			if f.drec || f.agg {
+				return in.errorf(call.Pos, "D_COMM_DREC", "commit( ) may not follow data-recording action(s)")
+			}
+			f.comm = true
+		}
+	case "exit":
+		if f.spec {
+			return in.errorf(call.Pos, "D_EXIT_SPEC", "exit( ) may not follow speculate( )")
+		}
+		return in.dataAction(call, false, f)
+	case "stop", "raise", "system", "freopen", "breakpoint", "panic", "chill":
+		return in.dataAction(call, true, f)
+	case "printf", "trace", "tracemem", "printa", "clear", "trunc", "normalize", "denormalize",
+		"stack", "ustack", "jstack", "sym", "func", "mod", "usym", "ufunc", "umod", "uaddr",
+		"ftruncate", "setopt", "pcap", "print":
+		return in.dataAction(call, false, f)
+	}
+	return nil
+}
+
+// dataAction applies a data-recording action, destructive or not.
+func (in *Info) dataAction(call *ast.Call, destructive bool, f *clsFlags) error {
+	if destructive && f.spec {
+		return in.errorf(call.Pos, "D_ACT_SPEC", "destructive actions may not follow speculate( )")
+	}
+	if f.comm {
+		return in.errorf(call.Pos, "D_DREC_COMM", "data-recording actions may not follow commit( )")
+	}
+	f.drec = true
 	return nil
 }
 
@@ -458,8 +533,10 @@ func (in *Info) stmts(list []ast.Stmt, env *Env) error {
 				return err
 			}
 		case *ast.IfStmt:
-			if _, err := in.TypeOf(s.Cond, env); err != nil {
+			if t, err := in.TypeOf(s.Cond, env); err != nil {
 				return err
+			} else if t.Kind == types.Float || t.Kind == types.Struct {
+				return in.errorf(s.Cond.Start(), "D_OP_SCALAR", "if condition must be of scalar type")
 			}
 			if err := in.stmts(s.Then, env); err != nil {
 				return err
@@ -664,7 +741,7 @@ func (in *Info) Format(call *ast.Call, argTypes []*types.Type) (*printf.Format, 
 	}
 	for _, c := range f.Conversions() {
 		switch c.Kind {
-		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack:
+		case printf.ArgNone, printf.ArgInt, printf.ArgChar, printf.ArgString, printf.ArgPointer, printf.ArgSymbol, printf.ArgUserSymbol, printf.ArgTime, printf.ArgStack, printf.ArgFloat:
 		default:
 			return nil, in.errorf(call.Pos, "D_UNKNOWN", "%s( ) conversion #%d (%%%s) is not supported yet", call.Fn, c.Index, c.Name)
 		}
@@ -684,6 +761,8 @@ func argTypesFor(ts []*types.Type) []printf.ArgType {
 			a.Class = printf.ClassPointer
 		case types.Int:
 			a.Class = printf.ClassInt
+		case types.Float:
+			a.Class = printf.ClassFloat
 		case types.Stack:
 			a.Class = printf.ClassStack
 		case types.Sym:

@@ -37,6 +37,11 @@ func (in *Info) decls() error {
 			continue
 		}
 		t, err := in.typeName(d.Type)
+		if err != nil && d.Extern && !d.Typedef && isTagged(d.Type.Name) {
+			// A kernel symbol's type may be one D has only by name, as
+			// C's incomplete types.
+			continue
+		}
 		if err != nil {
 			if ierr := in.incomplete(d.Type, d.Name); ierr != nil && !d.Typedef {
 				return ierr
@@ -44,9 +49,16 @@ func (in *Info) decls() error {
 			return err
 		}
 		if in.defined(d.Name) {
+			if d.Inline {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redefined: %s\n\t current: inline definition\n\tprevious: %s", d.Name, in.idKind(d.Name))
+			}
 			return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redeclared: %s", d.Name)
 		}
 		switch {
+		case d.Extern && !d.Typedef && !d.Inline:
+			// The type of a kernel symbol, which `name reads; dstar
+			// takes a symbol's type from the kernel, so this declares
+			// nothing.
 		case d.Typedef:
 			in.typedefs[d.Name] = t
 		case d.Inline && d.Params != nil:
@@ -88,6 +100,9 @@ func (in *Info) decls() error {
 			scope := map[string]Scope{"": ScopeGlobal, "self": ScopeThread, "this": ScopeClause}[d.Storage]
 			if t.Kind == types.Void {
 				return in.errorf(d.Pos, "D_DECL_VOIDOBJ", "cannot have void object: %s", d.Name)
+			}
+			if t.Kind == types.Float && t.Size > 8 {
+				return in.errorf(d.Pos, "D_UNKNOWN", "%s: variables of type %s are not supported", d.Name, t)
 			}
 			if t.Kind == types.Struct {
 				if err := in.structVarOK(d.Pos, d.Name, t, scope, d.Keys != nil); err != nil {
@@ -220,7 +235,38 @@ func (in *Info) defined(name string) bool {
 	_, td := in.typedefs[name]
 	_, il := in.inlines[name]
 	_, ia := in.inlineArrays[name]
-	return td || il || ia || in.globals[name] != nil || isReserved(name)
+	return td || il || ia || in.globals[name] != nil || isReserved(name) && !in.hidden(name)
+}
+
+// idKind names what a defined identifier is, as DTrace does when an
+// inline would redefine it.
+func (in *Info) idKind(name string) string {
+	switch {
+	case in.inlines[name] != nil:
+		return "scalar inline"
+	case in.inlineArrays[name] != nil:
+		return "associative array inline"
+	case in.globals[name] != nil && in.globals[name].Keys != nil:
+		return "associative array "
+	case aggFuncs[name] != [2]int{}:
+		return "aggregating function "
+	case AggActions[name] || isActionFunc(name):
+		return "tracing function "
+	case isAction(name):
+		return "function "
+	}
+	return "scalar "
+}
+
+// isActionFunc reports whether name is one of D's actions (DTrace's
+// tracing functions) rather than a subroutine.
+func isActionFunc(name string) bool {
+	switch name {
+	case "printf", "trace", "exit", "tracemem", "print", "speculate", "commit", "discard", "setopt",
+		"freopen", "ftruncate", "stack", "ustack", "system", "raise", "stop", "chill", "breakpoint", "panic":
+		return true
+	}
+	return false
 }
 
 // InlineOf returns the inline constant called name, or nil.
@@ -293,15 +339,47 @@ func (in *Info) layout(def *ast.TypeDef) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.IsString() {
+		if t.IsString() && m.Bits == nil {
 			// A string member is a char array of strsize.
 			t, m.Len = types.CharT, in.Opts.StrSize
 		}
-		fields = append(fields, ktypes.Field{Name: m.Name, Type: t, Len: m.Len})
+		f := ktypes.Field{Name: m.Name, Type: t, Len: m.Len}
+		if m.Bits != nil {
+			if f.Bits, err = in.bitField(m, t); err != nil {
+				return nil, err
+			}
+		}
+		fields = append(fields, f)
 	}
 	t, err := ktypes.Define(def.Kind, def.Name, fields)
 	if err != nil {
 		return nil, in.errorf(def.Pos, "D_UNKNOWN", "%s %s: %v", def.Kind, def.Name, err)
 	}
 	return t, nil
+}
+
+// bitField checks the width of bit-field m of type t, as DTrace does: a
+// positive constant no wider than t, which must be an integer.
+func (in *Info) bitField(m *ast.Member2, t *types.Type) (int, error) {
+	n, ok := in.ConstInt(m.Bits)
+	if !ok || n <= 0 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFCONST", "positive integral constant expression expected as bit-field size")
+	}
+	name := m.Name
+	if name == "" {
+		name = "(anon)"
+	}
+	if _, enum := t.BTF.(*btf.Enum); t.Kind != types.Int || enum || m.Len > 0 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFTYPE", "invalid type for bit-field: %s", name)
+	}
+	if n > int64(t.Size)*8 {
+		return 0, in.errorf(m.Pos, "D_DECL_BFSIZE", "bit-field too big for type: %s", name)
+	}
+	return int(n), nil
+}
+
+// isTagged reports whether a type name is a struct, union or enum tag.
+func isTagged(name string) bool {
+	kind, _, _ := strings.Cut(name, " ")
+	return kind == "struct" || kind == "union" || kind == "enum"
 }

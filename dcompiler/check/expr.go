@@ -10,6 +10,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/providers"
 	"golang.org/x/sys/unix"
@@ -103,7 +104,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if xt.Kind == types.Struct {
+		if xt.Kind == types.Struct || (xt.Kind == types.Float || t.Kind == types.Float) && !sameFloat(xt, t) {
+			// A float converts to nothing else: that takes arithmetic
+			// BPF has not.
 			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", xt, t)
 		}
 		return t, nil
@@ -470,6 +473,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if m, ok := Unparen(e.X).(*ast.Member); ok {
 			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array {
 				return types.UlongT, nil
+			} else if err == nil && mt.Bits > 0 {
+				return nil, in.errorf(e.Pos, "D_SIZEOF_BITFIELD", "cannot apply sizeof to a bit-field")
 			}
 		}
 		if _, err := in.TypeOf(e.X, env); err != nil {
@@ -545,7 +550,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_ADDROF_LVAL", "unacceptable operand for unary & operator")
 		}
 		if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Bits > 0 {
-			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field %s", m.Name)
+			return nil, in.errorf(e.Pos, "D_ADDROF_BITFIELD", "cannot take address of bit-field")
 		}
 		if _, mt, err := in.KernelMember(m, env); err != nil {
 			return nil, err
@@ -570,7 +575,8 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
-	t, err := in.lvalue(x, types.IntT, env)
+	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
+	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
 		return nil, err
 	}
@@ -595,6 +601,9 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	case e.Op == ",":
 		return y, nil
 	case compareOps[e.Op]:
+		if x.Kind == types.Float || y.Kind == types.Float {
+			return nil, floatOp(in, e.Pos, e.Op)
+		}
 		if x.Kind == types.Struct || y.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
@@ -686,7 +695,8 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
+	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
@@ -810,7 +820,7 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 		if t.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as aggregation index: key #%d", i+1)
 		}
-		if t.Kind == types.Struct {
+		if t.Kind == types.Struct || t.Kind == types.Float {
 			return nil, in.structKey(k, t, i)
 		}
 		keys = append(keys, t)
@@ -834,7 +844,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 			if k.IsString() != a.Keys[i].IsString() || (k.Kind == types.Stack) != (a.Keys[i].Kind == types.Stack) || k.User != a.Keys[i].User || k.Fn != a.Keys[i].Fn {
 				return nil, in.errorf(av.Pos, "D_PROTO_ARG", "@%s: key #%d is incompatible: %s vs %s", av.Name, i+1, k, a.Keys[i])
 			}
-			if k.Size > a.Keys[i].Size {
+			// An integer key keeps the type its first use gave it, as in
+			// DTrace: a wider one is converted to it.
+			if k.Size > a.Keys[i].Size && k.Kind != types.Int {
 				a.Keys[i] = k
 			}
 		}
@@ -1569,7 +1581,7 @@ func (in *Info) KernelMember(e *ast.Member, env *Env) (int, *types.Type, error) 
 	if mt.IsCharArray() {
 		return off, types.StringT(mt.Len + 1), nil
 	}
-	if mt.Kind == types.Array || mt.Kind == types.Void {
+	if mt.Kind == types.Array || mt.Kind == types.Void || mt.Kind == types.Float && mt.Size > 8 {
 		return 0, nil, in.errorf(e.Pos, "D_UNKNOWN", "%s of type %s cannot be read yet", e.Name, mt.Name)
 	}
 	return off, mt, nil
@@ -1638,9 +1650,12 @@ func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	if t.Kind != types.Struct {
 		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
 	}
-	off, _, err := ktypes.Member(t, e.Member)
+	off, mt, err := ktypes.Member(t, e.Member)
 	if err != nil {
 		return 0, in.errorf(e.Pos, "D_UNKNOWN", "failed to determine offset of %s: Member name not found", e.Member)
+	}
+	if mt.Bits > 0 {
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_BITFIELD", "cannot take offset of a bit-field: %s", e.Member)
 	}
 	return off, nil
 }
@@ -1793,4 +1808,18 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil
+}
+
+// sameFloat reports whether a and b are the same floating-point type,
+// which is all a float may be assigned from or cast to: converting takes
+// floating-point arithmetic, which BPF has not.
+func sameFloat(a, b *types.Type) bool {
+	return a.Kind == types.Float && b.Kind == types.Float && a.Size == b.Size
+}
+
+// floatOp refuses operator op on a floating-point operand: D on BPF has
+// no floating-point arithmetic, and comparing a float's bits as an
+// integer's would give wrong answers.
+func floatOp(in *Info, pos source.Pos, op string) error {
+	return in.errorf(pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type: D cannot compute with floating-point values", op)
 }

@@ -128,7 +128,7 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		if err != nil {
 			return err
 		}
-		if t.Kind == types.Struct {
+		if t.Kind == types.Struct || t.Kind == types.Float {
 			return in.structKey(k, t, i)
 		}
 		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
@@ -162,7 +162,7 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 		if kt.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as associative array index: key #%d", i+1)
 		}
-		if kt.Kind == types.Struct {
+		if kt.Kind == types.Struct || kt.Kind == types.Float {
 			return nil, in.structKey(k, kt, i)
 		}
 		if kt.IsString() {

@@ -204,6 +204,16 @@ func (pg *probeGen) stmt(x ast.Expr) error {
 		if err := pg.expr(call.Args[0]); err != nil {
 			return err
 		}
+		// An ID speculation( ) did not give (0 included), or one since
+		// committed or discarded, drops the rest of the clause, as in
+		// DTrace. IDs are 32-bit there.
+		pg.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+		pg.emit(asm.Mov.Reg(asm.R1, asm.R0), asm.Sub.Imm(asm.R1, 1))
+		pg.emit(asm.JGE.Imm(asm.R1, int32(pg.opts.NSpec), pg.drop))
+		pg.emit(asm.LSh.Imm(asm.R1, 3), asm.Add.Reg(asm.R1, regGlob))
+		pg.emit(asm.LoadMem(asm.R1, asm.R1, GlSpecs, asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R1, 0, pg.drop))
+		pg.raised[pg.drop] = true
 		pg.emit(asm.Or.Imm32(asm.R0, SpecMark))
 		pg.emit(asm.StoreMem(regRecord, HdrSpec, asm.R0, asm.Word))
 		return nil
@@ -335,6 +345,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	if call.Fn == "exit" {
 		// No probe fires after exit(); END still will.
 		pg.emit(storeImm(regGlob, GlActivity, Draining, asm.DWord))
+		pg.mayExit = true
 	}
 	return nil
 }
@@ -359,13 +370,20 @@ func pointsIntoScratch(e ast.Expr) bool {
 // takes the buffer next comes after this commit in the ring buffer, where
 // the consumer settles the speculation's records.
 func (pg *probeGen) freeSpeculation(off int) {
-	done := pg.newLabel("spec_freed")
+	done, bad := pg.newLabel("spec_freed"), pg.newLabel("spec_bad")
 	pg.emit(asm.LoadMem(asm.R1, regRecord, int16(off), asm.DWord))
+	pg.emit(asm.Mov.Reg32(asm.R1, asm.R1)) // IDs are 32-bit in DTrace
+	pg.emit(asm.JEq.Imm(asm.R1, 0, done))  // 0: nothing to free
 	pg.emit(asm.Sub.Imm(asm.R1, 1))
-	pg.emit(asm.JGE.Imm(asm.R1, int32(pg.opts.NSpec), done)) // 0 or no such buffer: nothing to free
+	// An ID past nspec is no speculation's: an illegal operation, as in
+	// DTrace.
+	pg.emit(asm.JGE.Imm(asm.R1, int32(pg.opts.NSpec), bad))
 	pg.emit(asm.LSh.Imm(asm.R1, 3))
 	pg.emit(asm.Add.Reg(asm.R1, regGlob))
 	pg.emit(storeImm(asm.R1, GlSpecs, 0, asm.DWord))
+	pg.emit(asm.Ja.Label(done))
+	pg.label(bad)
+	pg.raise(FaultIllOp, asm.R1, false)
 	pg.label(done)
 }
 

@@ -385,9 +385,11 @@ type probeGen struct {
 	recOff      int    // next free byte in the record
 	recMoved    bool   // recWindow has moved regRecord in the current clause
 	fault       string // where a fault in the current clause jumps
+	drop        string // where speculate( ) on no active speculation drops the clause
 	lastLabel   string // made by labelNext
 	raised      map[string]bool
 	epid        uint32
+	mayExit     bool              // a clause generated so far on this probe calls exit( )
 	subprogs    asm.Instructions  // callbacks, after the program's exit
 	callbacks   map[string]string // callback names by key
 }
@@ -494,32 +496,14 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
 	}
-	for i, cl := range pg.in.ClausesOf[pr.ID] {
+	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
-		if i > 0 {
-			pg.clauseGate()
-		}
 		if err := pg.genClause(cl); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// clauseGate skips the rest of a probe's clauses once one has called
-// exit(), as Oracle's DTrace checks the activity state before each clause:
-// a probe's clauses run while tracing is active, BEGIN's while it has not
-// begun draining. END's and ERROR's all run.
-func (pg *probeGen) clauseGate() {
-	switch {
-	case !pg.isDTrace():
-		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
-		pg.emit(asm.JNE.Imm(asm.R1, Active, "exit"))
-	case pg.probe.Name == "BEGIN":
-		pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
-		pg.emit(asm.JEq.Imm(asm.R1, Draining, "exit"))
-	}
 }
 
 // unusedArgs tells the prologue which of arg0..arg9 and errno no clause
@@ -582,6 +566,9 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")
 	pg.fault = pfault
+	if pg.mayExit {
+		pg.exitGate()
+	}
 	if cl.Pred != nil {
 		if err := pg.expr(cl.Pred); err != nil {
 			return err
@@ -594,6 +581,7 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	}
 	pg.record = rec
 	bfault := pg.newLabel("body_fault")
+	pg.drop = pg.newLabel("clause_drop")
 	if rec != nil {
 		pg.reserve(rec.Size, end)
 		pg.fault = bfault
@@ -615,7 +603,18 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	// Faults: drop the clause's record, report the fault, go on with the
 	// next clause. Handlers nothing jumps to are left out: the verifier
 	// rejects unreachable code.
-	if pg.raised[bfault] || pg.raised[pfault] {
+	if pg.raised[bfault] || pg.raised[pfault] || pg.raised[pg.drop] {
+		pg.emit(asm.Ja.Label(end))
+	}
+	if pg.raised[pg.drop] {
+		// speculate( ) found no active speculation: as in DTrace, the
+		// clause ends there and records nothing.
+		pg.label(pg.drop)
+		if pg.recMoved {
+			pg.emit(asm.LoadMem(regRecord, asm.RFP, stackRecord, asm.DWord))
+		}
+		pg.emit(asm.Mov.Reg(asm.R1, regRecord), asm.Mov.Imm(asm.R2, 0))
+		pg.call(asm.FnRingbufDiscard)
 		pg.emit(asm.Ja.Label(end))
 	}
 	if pg.raised[bfault] {
@@ -644,6 +643,26 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 // maxState is the largest per-CPU map value the kernel allocates
 // (PCPU_MIN_UNIT_SIZE): the state, with its scratch space, must fit.
 const maxState = 32 << 10
+
+// exitGate skips the rest of the probe's clauses once an earlier one has
+// called exit( ), as dtrace runs a clause only while the activity is the
+// probe's own: Inactive for BEGIN, Draining for END (whose clauses all
+// run), Active for the others. ERROR's clauses always run.
+func (pg *probeGen) exitGate() {
+	want := int32(Active)
+	if pg.isDTrace() {
+		switch pg.probe.Name {
+		case "BEGIN":
+			want = Inactive
+		case "END":
+			want = Draining
+		default:
+			return
+		}
+	}
+	pg.emit(asm.LoadMem(asm.R1, regGlob, GlActivity, asm.DWord))
+	pg.emit(asm.JNE.Imm(asm.R1, want, "exit"))
+}
 
 func hasExit(r *Record) bool {
 	for _, a := range r.Actions {
@@ -717,7 +736,7 @@ func (pg *probeGen) count(off int16) {
 func (pg *probeGen) faultRecord(end string) {
 	pg.reserveRecord(FltSize, -1, end)
 	pg.emit(storeImm(regRecord, FltEPID, int64(pg.epid), asm.DWord))
-	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultAction, FltAction}, {StFaultAddr, FltAddr}} {
+	for _, f := range [][2]int16{{StFaultCode, FltCode}, {StFaultInsnPC, FltInsnPC}, {StFaultAddr, FltAddr}} {
 		pg.emit(asm.LoadMem(asm.R1, regState, f[0], asm.DWord))
 		pg.emit(asm.StoreMem(regRecord, f[1], asm.R1, asm.DWord))
 	}
@@ -725,8 +744,10 @@ func (pg *probeGen) faultRecord(end string) {
 	pg.call(asm.FnRingbufSubmit)
 }
 
-// raise records a fault of code at the current action, with the address in
-// register addr (or none), and jumps to the clause's fault handler.
+// raise records a fault of code, with the address in register addr (or
+// none) and the index of the instruction that raises it (the "BPF pc"
+// dtrace reports; long jumps added later may shift it by a few), and jumps
+// to the clause's fault handler.
 func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 	if hasAddr {
 		pg.emit(asm.StoreMem(regState, StFaultAddr, addr, asm.DWord))
@@ -734,7 +755,7 @@ func (pg *probeGen) raise(code int, addr asm.Register, hasAddr bool) {
 		pg.emit(storeImm(regState, StFaultAddr, 0, asm.DWord))
 	}
 	pg.emit(storeImm(regState, StFaultCode, int64(code), asm.DWord))
-	pg.emit(storeImm(regState, StFaultAction, int64(pg.actions), asm.DWord))
+	pg.emit(storeImm(regState, StFaultInsnPC, int64(len(pg.insns)), asm.DWord))
 	pg.emit(asm.Ja.Label(pg.fault))
 	pg.raised[pg.fault] = true
 }

@@ -55,11 +55,8 @@ func (pg *probeGen) readKernel(t *types.Type) error {
 		size = 8
 	}
 	if t.Bits > 0 {
-		// A bit-field: the fewest whole bytes that hold it.
-		size = 1
-		for size*8 < t.BitOff+t.Bits {
-			size *= 2
-		}
+		// A bit-field: the bytes that hold it, into the zeroed u64.
+		size = bitFieldBytes(t)
 	}
 	tmp := pg.allocScratch(16)
 	pg.emit(asm.StoreMem(regState, int16(tmp+8), asm.R0, asm.DWord))
@@ -73,22 +70,45 @@ func (pg *probeGen) readKernel(t *types.Type) error {
 	pg.emit(asm.LoadMem(asm.R1, regState, int16(tmp+8), asm.DWord))
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(ok)
-	pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), sizeOf(size)))
 	if t.Bits > 0 {
-		// Shift the field's top bit to bit 63, then down to bit 0,
-		// bringing its sign along for a signed field.
-		pg.emit(asm.LSh.Imm(asm.R0, int32(64-t.BitOff-t.Bits)))
-		if t.Signed {
-			pg.emit(asm.ArSh.Imm(asm.R0, int32(64-t.Bits)))
-		} else {
-			pg.emit(asm.RSh.Imm(asm.R0, int32(64-t.Bits)))
-		}
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), asm.DWord))
+		pg.bitFieldValue(t)
 		return nil
 	}
+	pg.emit(asm.LoadMem(asm.R0, regState, int16(tmp), sizeOf(size)))
 	if t.Kind == types.Int {
 		pg.normalize(asm.R0, size, t.Signed)
 	}
 	return nil
+}
+
+// bitFieldBytes is how many bytes from its member's offset hold
+// bit-field t: no more, since a D struct's bit-field may end its struct
+// in fewer bytes than its type has (struct { long a : 35; } is 5 long).
+func bitFieldBytes(t *types.Type) int { return (t.BitOff + t.Bits + 7) / 8 }
+
+// loadBytes loads the n (1 to 8) bytes at src+0 into dst, little-endian,
+// one at a time, so that n need not be a size a load has; tmp is
+// clobbered.
+func (pg *probeGen) loadBytes(dst, src, tmp asm.Register, n int) {
+	pg.emit(asm.Mov.Imm(dst, 0))
+	for i := n - 1; i >= 0; i-- {
+		pg.emit(asm.LSh.Imm(dst, 8))
+		pg.emit(asm.LoadMem(tmp, src, int16(i), asm.Byte))
+		pg.emit(asm.Or.Reg(dst, tmp))
+	}
+}
+
+// bitFieldValue replaces the bytes holding bit-field t in R0 with the
+// field's value: its top bit shifted to bit 63, then down to bit 0,
+// bringing its sign along for a signed field.
+func (pg *probeGen) bitFieldValue(t *types.Type) {
+	pg.emit(asm.LSh.Imm(asm.R0, int32(64-t.BitOff-t.Bits)))
+	if t.Signed {
+		pg.emit(asm.ArSh.Imm(asm.R0, int32(64-t.Bits)))
+	} else {
+		pg.emit(asm.RSh.Imm(asm.R0, int32(64-t.Bits)))
+	}
 }
 
 // kernelString copies a char-array member of a kernel struct.

@@ -37,7 +37,7 @@ const (
 	StAggDrops    = 96 // aggregation updates that found the map full
 	StFaultCode   = 104
 	StFaultAddr   = 112
-	StFaultAction = 120
+	StFaultInsnPC = 120 // instruction index of the faulting check
 	StDynDrops    = 128 // associative array and thread-local stores that found the map full
 	stSelf        = 136 // the state's own address, stored to be read back as a number
 	stLocals      = 144 // clause-locals, then scratch for keys, values and strings
@@ -47,7 +47,8 @@ const (
 const (
 	GlActivity   = 0  // Inactive, Active or Draining
 	GlWallOffset = 8  // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
-	GlSpecs      = 16 // one u64 per speculation buffer: 1 while in use
+	GlSpecFailed = 16 // speculation( ) calls that found no free buffer
+	GlSpecs      = 24 // one u64 per speculation buffer: 1 while in use
 
 )
 
@@ -68,8 +69,7 @@ const (
 	HdrSize      = 24
 )
 
-// SpecMark marks a speculative record: speculate(0), with no buffer to
-// speculate into, still marks it, so that it is dropped.
+// SpecMark marks a speculative record.
 const SpecMark = -0x80000000
 
 // FaultEPID marks a fault record. Its body is FaultBody.
@@ -79,7 +79,7 @@ const FaultEPID = 0xffffffff
 const (
 	FltEPID   = HdrSize + 0  // u64 enabled-probe id that faulted
 	FltCode   = HdrSize + 8  // u64 DTrace fault code
-	FltAction = HdrSize + 16 // u64 1-based action index, 0 for the predicate
+	FltInsnPC = HdrSize + 16 // u64 instruction index of the faulting check
 	FltAddr   = HdrSize + 24 // u64 address involved
 	FltSize   = HdrSize + 32
 )

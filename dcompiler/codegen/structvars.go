@@ -21,6 +21,10 @@ import (
 func (pg *probeGen) structAddr(e ast.Expr) error {
 	switch x := check.Unparen(e).(type) {
 	case *ast.Ident, *ast.Member:
+		// An inline of a struct type stands for its value.
+		if id, ok := x.(*ast.Ident); ok && pg.in.InlineOf(id.Name) != nil {
+			return pg.structAddr(pg.in.InlineOf(id.Name).Init)
+		}
 		if r, ok := check.RefOf(x); ok {
 			return pg.varAddr(r)
 		}

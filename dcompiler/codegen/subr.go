@@ -369,6 +369,11 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			pg.emit(asm.Mov.Imm(asm.R0, int32(i+1)))
 			pg.emit(asm.JEq.Imm(asm.R1, 0, done))
 		}
+		// Counted for the consumer to report as a failed speculation.
+		pg.emit(asm.Mov.Imm(asm.R1, 1))
+		add := asm.StoreXAdd(regGlob, asm.R1, asm.DWord)
+		add.Offset = GlSpecFailed
+		pg.emit(add)
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 		pg.label(done)
 	case "progenyof":
@@ -991,6 +996,11 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	if t.Kind == types.Pointer {
 		size = 8
 	}
+	if t.Bits > 0 {
+		// A bit-field: the bytes that hold it, read and written one
+		// by one.
+		size = bitFieldBytes(t)
+	}
 	slots := pg.allocScratch(16) // the value, then the address
 	// A member of a struct variable is written in place, checked to be
 	// inside the variable; anything else is memory from alloca( ) or
@@ -1037,9 +1047,14 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	}
 	if e.Op != "=" {
 		// v op= x: the old value, then the operation, kept in the slot.
-		pg.emit(asm.LoadMem(asm.R0, asm.R1, 0, sizeOf(size)))
-		if t.Kind == types.Int {
-			pg.normalize(asm.R0, size, t.Signed)
+		if t.Bits > 0 {
+			pg.loadBytes(asm.R0, asm.R1, asm.R2, size)
+			pg.bitFieldValue(t)
+		} else {
+			pg.emit(asm.LoadMem(asm.R0, asm.R1, 0, sizeOf(size)))
+			if t.Kind == types.Int {
+				pg.normalize(asm.R0, size, t.Signed)
+			}
 		}
 		pg.emit(asm.LoadMem(asm.R1, regState, int16(slots), asm.DWord))
 		rt, err := pg.typeOf(e.RHS)
@@ -1056,7 +1071,27 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		}
 	}
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
-	pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
+	if t.Bits > 0 {
+		// Only the field's bits change: the value, truncated to its
+		// width, replaces them in the bytes that hold it.
+		mask := int64(uint64(1)<<t.Bits-1) << t.BitOff
+		pg.emit(asm.LSh.Imm(asm.R0, int32(t.BitOff)))
+		pg.emit(asm.LoadImm(asm.R2, mask, asm.DWord))
+		pg.emit(asm.And.Reg(asm.R0, asm.R2))
+		pg.loadBytes(asm.R3, asm.R1, asm.R4, size)
+		pg.emit(asm.LoadImm(asm.R2, ^mask, asm.DWord))
+		pg.emit(asm.And.Reg(asm.R3, asm.R2))
+		pg.emit(asm.Or.Reg(asm.R0, asm.R3))
+		for i := 0; i < size; i++ {
+			pg.emit(asm.StoreMem(asm.R1, int16(i), asm.R0, asm.Byte))
+			pg.emit(asm.RSh.Imm(asm.R0, 8))
+		}
+		// The assignment's value is the field's.
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(slots), asm.DWord))
+		pg.bitFieldValue(&types.Type{Bits: t.Bits, Signed: t.Signed})
+	} else {
+		pg.emit(asm.StoreMem(asm.R1, 0, asm.R0, sizeOf(size)))
+	}
 	if len(skips) > 0 {
 		done := pg.newLabel("store_done")
 		pg.emit(asm.Ja.Label(done))

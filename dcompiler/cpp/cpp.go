@@ -38,6 +38,18 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
+// Errors are the errors of a run, in order: as cpp, a run goes on past
+// the errors it can recover from and reports them all.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, e.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
 type macro struct {
 	params []string // nil for an object-like macro
 	body   string
@@ -47,6 +59,7 @@ type pp struct {
 	opts   Options
 	macros map[string]*macro
 	depth  int
+	errs   Errors // errors the run has gone on past
 }
 
 // Run preprocesses src, the text of file name.
@@ -72,7 +85,10 @@ func Run(name, src string, opts Options) (string, error) {
 	}
 	var out strings.Builder
 	if err := p.file(name, src, &out); err != nil {
-		return "", err
+		return "", append(p.errs, err.(*Error))
+	}
+	if len(p.errs) > 0 {
+		return "", p.errs
 	}
 	return out.String(), nil
 }
@@ -94,9 +110,11 @@ func predefined() map[string]string {
 
 // cond is one level of #if nesting.
 type cond struct {
-	taking bool // this branch's lines are kept
-	taken  bool // some branch of this #if has been kept
-	parent bool // the enclosing level keeps lines
+	taking bool   // this branch's lines are kept
+	taken  bool   // some branch of this #if has been kept
+	parent bool   // the enclosing level keeps lines
+	line   int    // of its #if
+	dir    string // the last directive of it so far: if, ifdef, elif, else...
 }
 
 func (p *pp) file(name, src string, out *strings.Builder) error {
@@ -108,6 +126,9 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 	var stack []cond
 	keeping := func() bool { return len(stack) == 0 || stack[len(stack)-1].taking }
 	lines := strings.Split(src, "\n")
+	if len(lines) > 1 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1] // the text after the last newline
+	}
 	for i := 0; i < len(lines); i++ {
 		lineNo := i + 1
 		line := lines[i]
@@ -121,6 +142,10 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 		errf := func(format string, args ...any) error {
 			return &Error{name, lineNo, fmt.Sprintf(format, args...)}
 		}
+		// report records an error the run goes on past, as cpp does.
+		report := func(format string, args ...any) {
+			p.errs = append(p.errs, &Error{name, lineNo, fmt.Sprintf(format, args...)})
+		}
 		trimmed := strings.TrimSpace(line)
 		if !strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "#!") {
 			if keeping() {
@@ -132,38 +157,49 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 		dir, rest := splitDirective(trimmed[1:])
 		switch dir {
 		case "if", "ifdef", "ifndef":
-			c := cond{parent: keeping()}
+			c := cond{parent: keeping(), line: lineNo, dir: dir}
 			if c.parent {
 				v, err := p.test(dir, rest)
 				if err != nil {
-					return errf("%v", err)
+					// cpp goes on as if the test were false.
+					report("%v", err)
+					v = false
 				}
 				c.taking, c.taken = v, v
 			}
 			stack = append(stack, c)
-		case "elif":
+		case "elif", "else":
 			if len(stack) == 0 {
-				return errf("#elif without #if")
+				report("#%s without #if", dir)
+				break
 			}
 			c := &stack[len(stack)-1]
+			if c.dir == "else" {
+				// Its lines are skipped, as cpp skips them.
+				report("#%s after #else", dir)
+				p.errs = append(p.errs, &Error{name, c.line, "the conditional began here"})
+				c.taking = false
+				break
+			}
+			c.dir = dir
+			if dir == "else" {
+				c.taking = c.parent && !c.taken
+				c.taken = true
+				break
+			}
 			c.taking = false
 			if c.parent && !c.taken {
 				v, err := p.test("if", rest)
 				if err != nil {
-					return errf("%v", err)
+					report("%v", err)
+					v = false
 				}
 				c.taking, c.taken = v, v
 			}
-		case "else":
-			if len(stack) == 0 {
-				return errf("#else without #if")
-			}
-			c := &stack[len(stack)-1]
-			c.taking = c.parent && !c.taken
-			c.taken = true
 		case "endif":
 			if len(stack) == 0 {
-				return errf("#endif without #if")
+				report("#endif without #if")
+				break
 			}
 			stack = stack[:len(stack)-1]
 		default:
@@ -173,7 +209,7 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 			switch dir {
 			case "define":
 				if err := p.define(rest); err != nil {
-					return errf("%v", err)
+					report("%v", err)
 				}
 			case "undef":
 				delete(p.macros, strings.TrimSpace(rest))
@@ -193,16 +229,17 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 			case "pragma":
 				out.WriteString(line)
 			case "error":
-				return errf("#error %s", strings.TrimSpace(rest))
+				report("#error %s", strings.TrimSpace(rest))
 			case "line", "ident", "":
 			default:
-				return errf("invalid preprocessing directive #%s", dir)
+				report("invalid preprocessing directive #%s", dir)
 			}
 		}
 		out.WriteString(strings.Repeat("\n", joined+1))
 	}
-	if len(stack) > 0 {
-		return &Error{name, len(lines), "unterminated #if"}
+	// cpp names each open conditional's last directive, at its #if.
+	for i := len(stack) - 1; i >= 0; i-- {
+		p.errs = append(p.errs, &Error{name, stack[i].line, "unterminated #" + stack[i].dir})
 	}
 	return nil
 }
@@ -224,7 +261,10 @@ func (p *pp) define(s string) error {
 		i++
 	}
 	name := s[:i]
-	if name == "" {
+	if s == "" {
+		return fmt.Errorf("no macro name given in #define directive")
+	}
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
 		return fmt.Errorf("macro names must be identifiers")
 	}
 	m := &macro{}

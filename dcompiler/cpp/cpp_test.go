@@ -59,11 +59,16 @@ N CMD
 
 func TestErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"#if 1\n":               "line 2: unterminated #if",
-		"#endif\n":              "line 1: #endif without #if",
-		"#include \"nope.h\"\n": "line 1: cannot find include file \"nope.h\"",
-		"#error stop here\n":    "line 1: #error stop here",
-		"#bogus\n":              "line 1: invalid preprocessing directive #bogus",
+		"#if 1\n":                       "line 1: unterminated #if",
+		"#ifdef X\n#else\n":             "line 1: unterminated #else",
+		"#if 1\n#else\n#else\n#endif\n": "line 3: #else after #else\nline 1: the conditional began here",
+		"#if defined\n#endif\n":         "line 1: operator \"defined\" requires an identifier",
+		"#define\n":                     "line 1: no macro name given in #define directive",
+		"#define 1x\n":                  "line 1: macro names must be identifiers",
+		"#endif\n":                      "line 1: #endif without #if",
+		"#include \"nope.h\"\n":         "line 1: cannot find include file \"nope.h\"",
+		"#error stop here\n":            "line 1: #error stop here",
+		"#bogus\n":                      "line 1: invalid preprocessing directive #bogus",
 	} {
 		_, err := Run("x.d", src, Options{})
 		if err == nil || err.Error() != want {

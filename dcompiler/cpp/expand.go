@@ -149,6 +149,9 @@ func (p *pp) eval(s string) (int64, error) {
 				k++
 			}
 			name := strings.TrimSpace(s[j:k])
+			if name == "" {
+				return 0, fmt.Errorf("operator \"defined\" requires an identifier")
+			}
 			if paren {
 				for k < len(s) && s[k] != ')' {
 					k++

@@ -63,6 +63,8 @@ func FromBTF(t btf.Type) *types.Type {
 		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Encoding&btf.Signed != 0, Name: name}
 	case *btf.Enum:
 		return &types.Type{Kind: types.Int, Size: int(u.Size), Signed: u.Signed, Name: name}
+	case *btf.Float:
+		return &types.Type{Kind: types.Float, Size: int(u.Size), Name: name}
 	case *btf.Pointer:
 		elem := FromBTF(u.Target)
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: name, Elem: elem}
@@ -131,14 +133,21 @@ type Field struct {
 	Name string
 	Type *types.Type
 	Len  int // array length, 0 for none
+	Bits int // a bit-field's width, 0 for none
 }
 
 // Define lays out a struct (or union) a D program defines, as C does:
 // each member aligned to its size (arrays to their element's, structs to
 // their widest member's), the whole padded to its alignment.
+//
+// Bit-fields are laid out as DTrace's CTF does it, not as C: each is an
+// integer of the fewest bytes (1, 2, 4 or 8) that hold it, aligned to
+// that size, starting at the first such byte after the bits before it;
+// and a struct that has them is not padded at its end (struct { int a :
+// 1; int b : 3; } has size 2).
 func Define(kind, name string, fields []Field) (*types.Type, error) {
 	var members []btf.Member
-	off, align := 0, 1
+	off, align, end, bitfields := 0, 1, 0, false
 	for _, f := range fields {
 		bt, size, a, err := btfOf(f.Type)
 		if err != nil {
@@ -148,17 +157,37 @@ func Define(kind, name string, fields []Field) (*types.Type, error) {
 			bt = &btf.Array{Index: &btf.Int{Name: "int", Size: 4}, Type: bt, Nelems: uint32(f.Len)}
 			size *= f.Len
 		}
+		if f.Bits > 0 {
+			bitfields = true
+			size = 1
+			for size*8 < f.Bits {
+				size *= 2
+			}
+			a = size
+			it := *bt.(*btf.Int)
+			it.Size = uint32(size)
+			bt = &it
+		}
 		align = max(align, a)
+		m := btf.Member{Name: f.Name, Type: bt, BitfieldSize: btf.Bits(f.Bits)}
 		if kind == "union" {
-			members = append(members, btf.Member{Name: f.Name, Type: bt})
+			members = append(members, m)
 			off = max(off, size)
 			continue
 		}
-		off = (off + a - 1) / a * a
-		members = append(members, btf.Member{Name: f.Name, Type: bt, Offset: btf.Bits(off * 8)})
-		off += size
+		start := (end + 7) / 8
+		start = (start + a - 1) / a * a
+		m.Offset = btf.Bits(start * 8)
+		members = append(members, m)
+		off, end = start+size, start*8+size*8
+		if f.Bits > 0 {
+			end = start*8 + f.Bits
+		}
 	}
 	size := (off + align - 1) / align * align
+	if bitfields {
+		size = off
+	}
 	var bt btf.Type
 	if kind == "union" {
 		bt = &btf.Union{Name: name, Size: uint32(size), Members: members}
@@ -183,6 +212,8 @@ func btfOf(t *types.Type) (btf.Type, int, int, error) {
 			enc |= btf.Char
 		}
 		return &btf.Int{Name: t.Name, Size: uint32(t.Size), Encoding: enc}, t.Size, t.Size, nil
+	case types.Float:
+		return &btf.Float{Name: t.Name, Size: uint32(t.Size)}, t.Size, t.Size, nil
 	case types.Pointer:
 		var target btf.Type = &btf.Void{}
 		if t.Elem != nil && t.Elem.Kind == types.Struct {

@@ -78,6 +78,11 @@ func (l *Lexer) errorf(off int, format string, args ...any) error {
 	return source.Errorf(l.f, source.Pos(off), "D_SYNTAX", format, args...)
 }
 
+// tagErrorf is errorf with a tag of its own.
+func (l *Lexer) tagErrorf(off int, tag, format string, args ...any) error {
+	return source.Errorf(l.f, source.Pos(off), tag, format, args...)
+}
+
 // skipSpace skips white space and comments.
 func (l *Lexer) skipSpace() error {
 	for l.off < len(l.src) {
@@ -87,8 +92,13 @@ func (l *Lexer) skipSpace() error {
 			l.off++
 		case strings.HasPrefix(l.src[l.off:], "/*"):
 			end := strings.Index(l.src[l.off+2:], "*/")
+			// As DTrace's lexer, which is at the end of the file (or at
+			// the nested opening) when it finds the fault.
+			if nested := strings.Index(l.src[l.off+2:], "/*"); nested >= 0 && (end < 0 || nested < end) {
+				return l.errorf(l.off+2+nested, "/* encountered inside a comment")
+			}
 			if end < 0 {
-				return l.errorf(l.off, "end-of-file encountered before matching */")
+				return l.errorf(len(l.src), "end-of-file encountered before matching */")
 			}
 			l.off += end + 4
 		case strings.HasPrefix(l.src[l.off:], "//"):
@@ -141,7 +151,8 @@ func (l *Lexer) NextOuter() (Token, error) {
 	if c == '#' && l.atLineStart(l.off) {
 		end := strings.IndexByte(l.src[l.off:], '\n')
 		if end < 0 {
-			end = len(l.src) - l.off
+			// DTrace reads a control line up to its newline.
+			return Token{}, l.errorf(len(l.src), "end-of-file encountered before end of control line")
 		}
 		line := l.src[l.off : l.off+end]
 		l.off += end
@@ -241,10 +252,10 @@ func (l *Lexer) Next() (Token, error) {
 			return Token{}, err
 		}
 		if len(s) == 0 {
-			return Token{}, l.errorf(start, "invalid character constant")
+			return Token{}, l.tagErrorf(start, "D_CHR_NULL", "empty character constant")
 		}
 		if len(s) > 8 {
-			return Token{}, l.errorf(start, "character constant is too long")
+			return Token{}, l.tagErrorf(start, "D_CHR_OFLOW", "character constant is too long")
 		}
 		var v uint64
 		for i := 0; i < len(s); i++ {
@@ -353,7 +364,15 @@ func (l *Lexer) number() (Token, error) {
 	v, err := strconv.ParseUint(text, base, 64)
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return Token{}, l.errorf(start, "integer constant %s is too large", l.src[start:l.off])
+			return Token{}, l.tagErrorf(start, "D_INT_OFLOW", "constant %s results in integer overflow", l.src[start:l.off])
+		}
+		// Such as an 8 in an octal constant: DTrace names the digit.
+		bad := strings.IndexFunc(text, func(r rune) bool {
+			_, err := strconv.ParseUint(string(r), base, 8)
+			return err != nil
+		})
+		if bad >= 0 && text[bad] >= '0' && text[bad] <= '9' {
+			return Token{}, l.tagErrorf(start, "D_INT_DIGIT", "constant %s contains invalid digit %c", l.src[start:l.off], text[bad])
 		}
 		return Token{}, l.errorf(start, "invalid digit in constant %s", l.src[start:l.off])
 	}
@@ -365,15 +384,17 @@ func isSuffix(c byte) bool { return c == 'u' || c == 'U' || c == 'l' || c == 'L'
 // quoted scans a string or character literal ending in q, decoding C
 // escapes.
 func (l *Lexer) quoted(q byte) (string, error) {
-	start := l.off
 	l.off++
 	var b strings.Builder
 	for {
 		if l.off >= len(l.src) || l.src[l.off] == '\n' {
+			// DTrace has read the newline when it finds the fault, so
+			// the line it names is the next.
+			at := min(l.off+1, len(l.src))
 			if q == '"' {
-				return "", l.errorf(start, "newline encountered in string literal")
+				return "", l.tagErrorf(at, "D_STR_NL", "newline encountered in string literal")
 			}
-			return "", l.errorf(start, "newline encountered in character constant")
+			return "", l.tagErrorf(at, "D_CHR_NL", "newline encountered in character constant")
 		}
 		c := l.src[l.off]
 		if c == q {

@@ -54,6 +54,7 @@ type parser struct {
 	lx       *lexer.Lexer
 	tok      lexer.Token
 	inPred   bool            // a '/' may close the predicate
+	item     int             // where the clause or declaration being parsed starts
 	typedefs map[string]bool // names typedef has declared
 	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
 	anon     int             // untagged definitions so far
@@ -87,7 +88,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 			d.Inline = true
 		case "typedef":
 			d.Typedef = true
-		case "static", "extern":
+		case "extern":
+			d.Extern = true
+		case "static":
 		default:
 			goto typ
 		}
@@ -96,12 +99,16 @@ func (p *parser) decl() (*ast.Decl, error) {
 		}
 	}
 typ:
-	if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+	var tn *ast.TypeName
+	if d.Extern && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+		// "extern x;": C's implicit int.
+		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
+	} else if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
 		return nil, p.syntaxError()
-	}
-	tn, err := p.typeName()
-	if err != nil {
+	} else if t, err := p.typeName(); err != nil {
 		return nil, err
+	} else {
+		tn = t
 	}
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
@@ -374,8 +381,8 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 		if err := p.next(); err != nil {
 			return nil, err
 		}
-	} else if p.tok.Kind == lexer.Ident {
-		// "struct [tag] { ... } x[5], y;": the definition, then variables
+	} else if p.tok.Kind == lexer.Ident || p.tok.Is("*") {
+		// "struct [tag] { ... } x[5], *y;": the definition, then variables
 		// of it. One without a tag gets one no name can spell.
 		if name == "" {
 			p.anon++
@@ -383,8 +390,17 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			def.Name = name
 		}
 		for {
+			ptr := 0
+			for ; p.tok.Is("*"); ptr++ {
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Kind != lexer.Ident {
+				return nil, p.syntaxError()
+			}
 			v := &ast.Decl{File: d.File, Pos: p.tok.Pos, Storage: d.Storage, Name: p.tok.Text,
-				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name}}
+				Type: &ast.TypeName{Pos: d.Pos, Name: kind + " " + name, Ptr: ptr}}
 			if err := p.next(); err != nil {
 				return nil, err
 			}
@@ -397,9 +413,6 @@ func (p *parser) typeDef(d *ast.Decl) (*ast.Decl, error) {
 			}
 			if err := p.next(); err != nil {
 				return nil, err
-			}
-			if p.tok.Kind != lexer.Ident {
-				return nil, p.syntaxError()
 			}
 		}
 	} else if name == "" {
@@ -461,15 +474,31 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				return nil, err
 			}
 		}
-		if p.tok.Kind != lexer.Ident {
+		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
 		// "int x, *y, z[4];": each name after a comma has the base type
 		// with its own stars and array.
 		for {
-			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner, Name: p.tok.Text}
-			if err := p.next(); err != nil {
-				return nil, err
+			m := &ast.Member2{Pos: p.tok.Pos, Type: mt, Def: inner}
+			if p.tok.Kind == lexer.Ident {
+				m.Name = p.tok.Text
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+			}
+			if p.tok.Is(":") {
+				// A bit-field: "int a : 3;", or unnamed padding "int : 2;".
+				if err := p.next(); err != nil {
+					return nil, err
+				}
+				w, err := p.cond()
+				if err != nil {
+					return nil, err
+				}
+				m.Bits = w
+			} else if m.Name == "" {
+				return nil, p.syntaxError()
 			}
 			if p.tok.Is("[") {
 				if err := p.next(); err != nil {
@@ -610,6 +639,23 @@ func (p *parser) next() error {
 }
 
 func (p *parser) syntaxError() error {
+	// DTrace's lexer counts parentheses and brackets, and names an
+	// unbalanced one rather than the token it stopped at.
+	if p.tok.Is(")") || p.tok.Is("]") {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		if p.tok.Is(")") && parens <= 0 || p.tok.Is("]") && bracks <= 0 {
+			return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "extra %s in input stream", p.tok.Text)
+		}
+	}
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		parens, bracks := p.nesting(int(p.tok.Pos))
+		switch {
+		case parens > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ) expected in predicate before /")
+		case bracks > 0:
+			return source.Errorf(p.f, p.afterSpace(p.tok.End), "D_SYNTAX", "closing ] expected in predicate before /")
+		}
+	}
 	if p.tok.Kind == lexer.EOF {
 		return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near end of input")
 	}
@@ -624,6 +670,44 @@ func (p *parser) syntaxError() error {
 		text = "$" + text
 	}
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
+}
+
+// nesting counts the parentheses and brackets open before off, from the
+// start of the clause or declaration.
+func (p *parser) nesting(off int) (parens, bracks int) {
+	lx := lexer.New(p.f)
+	lx.Reset(p.item)
+	for lx.Offset() < off {
+		at := lx.Offset()
+		t, err := lx.Next()
+		if err != nil {
+			lx.Reset(at + 1)
+			continue
+		}
+		if t.Kind == lexer.EOF || int(t.Pos) >= off {
+			break
+		}
+		switch {
+		case t.Is("("):
+			parens++
+		case t.Is(")"):
+			parens--
+		case t.Is("["):
+			bracks++
+		case t.Is("]"):
+			bracks--
+		}
+	}
+	return parens, bracks
+}
+
+// afterSpace returns the offset of the first byte at or after off that is
+// not white space: where DTrace's lexer is once it has looked past a '/'.
+func (p *parser) afterSpace(off source.Pos) source.Pos {
+	for int(off) < len(p.f.Text) && strings.IndexByte(" \t\n\r\f\v", p.f.Text[off]) >= 0 {
+		off++
+	}
+	return off
 }
 
 // expect consumes operator op or fails with a syntax error.
@@ -641,6 +725,7 @@ func (p *parser) program() (*ast.Program, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.item = int(t.Pos)
 		switch {
 		case t.Kind == lexer.EOF:
 			for _, t := range p.lx.Inner {
@@ -813,20 +898,29 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 			return nil, p.syntaxError()
 		}
 		c.Pred = pred
+		end := p.afterSpace(p.tok.End)
 		if t, err = p.lx.NextOuter(); err != nil {
 			return nil, err
 		}
+		if !t.Is("{") {
+			return nil, source.Errorf(p.f, end, "D_SYNTAX", "expected actions { } following probe description and predicate")
+		}
 	}
-	if t.Kind == lexer.EOF || t.Is(";") {
-		// A clause without an action list takes the default action.
+	if t.Kind == lexer.EOF || t.Is(";") || !t.Is("{") && p.f.Name != "" {
+		// A clause without an action list takes the default action,
+		// but only in a description (-n): a file's clause needs one.
+		if p.f.Name != "" {
+			// As DTrace: at the end of input, or at the (last)
+			// description when a word follows it.
+			at := t.Pos
+			if t.Kind != lexer.EOF && !t.Is(";") {
+				at = c.Descs[len(c.Descs)-1].Pos
+			}
+			return nil, source.Errorf(p.f, at, "D_SYNTAX", "expected predicate and/or actions following probe description")
+		}
 		return c, nil
 	}
 	if !t.Is("{") {
-		if c.Pred == nil {
-			// As DTrace, at the (last) description.
-			last := c.Descs[len(c.Descs)-1]
-			return nil, source.Errorf(p.f, last.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
-		}
 		p.tok = t
 		return nil, p.syntaxError()
 	}
@@ -1220,6 +1314,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			}
 		}
 	}
+	if err := p.typeCombo(words, p.tok.Pos); err != nil {
+		return nil, err
+	}
 	for p.tok.Is("*") {
 		tn.Ptr++
 		if err := p.next(); err != nil {
@@ -1228,6 +1325,51 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 	}
 	tn.Name = strings.Join(words, " ")
 	return tn, nil
+}
+
+// typeCombo applies DTrace's rules to the words of a type: one base type
+// (char, int, void, float, double, string, a tag or a typedef), and
+// short, long, long long, signed and unsigned only where they fit it.
+func (p *parser) typeCombo(words []string, pos source.Pos) error {
+	var base string
+	short, long, sign := 0, 0, 0
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; w {
+		case "short":
+			short++
+		case "long":
+			long++
+		case "signed", "unsigned":
+			sign++
+		default:
+			if base != "" {
+				return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+			}
+			base = w
+			if w == "struct" || w == "union" || w == "enum" {
+				i++ // the tag
+			}
+		}
+	}
+	integer := base == "" || base == "char" || base == "int" || base == "void"
+	floating := base == "float" || base == "double"
+	switch {
+	case long > 2 || short > 1 || sign > 1:
+		return source.Errorf(p.f, pos, "D_DECL_COMBO", "invalid type combination")
+	case base == "char" && short+long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_CHARATTR", "invalid type declaration: short and long may not be used with char type")
+	case base == "void" && short+long+sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_VOIDATTR", "invalid type declaration: attributes may not be used with void type")
+	case !integer && sign > 0:
+		return source.Errorf(p.f, pos, "D_DECL_SIGNINT", "invalid type declaration: signed and unsigned may only be used with integer type")
+	case !integer && !floating && long > 0:
+		return source.Errorf(p.f, pos, "D_DECL_LONGINT", "invalid type declaration: long and long long may only be used with integer or floating-point type")
+	case short > 0 && long > 0, short > 0 && floating, base == "float" && long > 0, base == "double" && long > 1:
+		// Words that fit their base but not each other: no such type.
+		name := strings.Repeat("short ", short) + strings.Repeat("long ", long) + base
+		return source.Errorf(p.f, pos, "D_UNKNOWN", "failed to resolve type %s: Unknown type name", name)
+	}
+	return nil
 }
 
 func (p *parser) postfix() (ast.Expr, error) {

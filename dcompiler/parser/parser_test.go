@@ -140,7 +140,12 @@ func TestClauses(t *testing.T) {
 profile-997 /x/ { trace(x) }
 BEGIN {}
 tick-1s`
-	p, err := Parse(source.NewFile("t.d", src))
+	// A bare description is a clause of -n's only (a file with no name):
+	// in a file, dtrace wants a predicate or actions.
+	if _, err := Parse(source.NewFile("t.d", src)); err == nil || err.Error() != "line 11: expected predicate and/or actions following probe description" {
+		t.Errorf("bare description in a file: %v", err)
+	}
+	p, err := Parse(source.NewFile("", src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +220,15 @@ func TestErrors(t *testing.T) {
 		{"BEGIN {\n\tprintf(\"x\"\n}", `line 3: syntax error near "}"`},
 		{"BEGIN { x = 1", `line 1: syntax error near end of input`},
 		{"BEGIN { /* open", `line 1: end-of-file encountered before matching */`},
-		{"BEGIN { x = \"abc\n\"; }", `line 1: newline encountered in string literal`},
-		{"BEGIN { x = 09; }", `line 1: invalid digit in constant 09`},
+		{"BEGIN { x = \"abc\n\"; }", `line 2: newline encountered in string literal`},
+		{"BEGIN { x = 09; }", `line 1: constant 09 contains invalid digit 9`},
 		{"BEGIN { x = 1zz; }", `line 1: syntax error near "zz"`},
 		{"BEGIN /x/ y", `line 1: syntax error near end of input`},
+		{"BEGIN /x/\n;", `line 2: expected actions { } following probe description and predicate`},
+		{"BEGIN { trace(x)); }", `line 1: extra ) in input stream`},
+		{"BEGIN /a[1/ { }", `line 1: closing ] expected in predicate before /`},
+		{"BEGIN /f((1)/\n{ }", `line 2: closing ) expected in predicate before /`},
+		{"BEGIN { f(1 + ); }", `line 1: syntax error near ")"`},
 	}
 	for _, tt := range tests {
 		_, err := Parse(source.NewFile("t.d", tt.in))

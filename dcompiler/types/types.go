@@ -17,6 +17,10 @@ const (
 	Array  // an array of Len elements of Elem
 	Stack  // stack( ) or ustack( ): Len program counters (User says whose)
 	Sym    // an address sym( ), mod( ), usym( ) and the like print by name (Fn says how)
+	// Float is float, double or long double: BPF has no floating point,
+	// so D only holds such values (kernel data, variables) and prints
+	// them; it computes nothing with them, as DTrace on BPF.
+	Float
 )
 
 // Type is a D type. Integers and pointers live in 64-bit registers; Size
@@ -160,6 +164,9 @@ func init() {
 	add(4, false, "unsigned int", "unsigned", "uint32_t", "uint_t", "uid_t", "gid_t", "ipaddr_t", "in_addr_t")
 	add(8, true, "long", "signed long", "long int", "signed long int", "long long", "signed long long", "long long int", "int64_t", "intptr_t", "ssize_t", "longlong_t")
 	add(8, false, "unsigned long", "unsigned long int", "unsigned long long", "unsigned long long int", "uint64_t", "uintptr_t", "size_t", "ulong_t", "u_longlong_t")
+	named["float"] = &Type{Kind: Float, Size: 4, Name: "float"}
+	named["double"] = &Type{Kind: Float, Size: 8, Name: "double"}
+	named["long double"] = &Type{Kind: Float, Size: 16, Name: "long double"}
 	named["int"] = IntT
 	named["uint64_t"] = Uint64T
 	named["int64_t"] = Int64T

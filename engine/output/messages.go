@@ -81,41 +81,50 @@ func (f Fault) String() string {
 
 // ProbeFault describes a fault for ProbeError.
 type ProbeFault struct {
-	EPID    uint32 // the enabled probe: which clause on which probe
+	// Clause is the faulting clause's index in the program, from 0:
+	// dtrace names it dt_clause_N.
+	Clause  int
 	ProbeID uint32
 	// Provider, Module, Function and Name describe the probe.
 	Provider, Module, Function, Name string
 	Fault                            Fault
-	// Addr is the faulting address, shown for bad addresses, alignment
-	// and stacks.
+	// Addr is the faulting address, shown for bad addresses, alignment,
+	// stacks and sizes, and the index for an index out of bounds.
 	Addr uint64
-	// Action is the faulting action's number, from 1; 0 is the predicate.
-	Action int
-	// Offset is the offset of the faulting instruction; -1 leaves it out.
-	Offset int
+	// PC is the faulting BPF instruction's index; -1 leaves it out.
+	PC int
+	// Msg, for a library-level fault (a failed setopt( ) or freopen( )),
+	// is the message that replaces the fault's name.
+	Msg string
 }
 
-// ProbeError is the message for a clause that faulted, e.g. "error on
-// enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in action #1 at
-// DIF offset 20" or "... invalid address (0x0) in predicate".
+// ProbeError is the message for a clause that faulted, in the form of
+// Oracle's DTrace for Linux (dt_handle_err, dt_handle_liberr): "error in
+// dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at
+// BPF pc 12", "... divide-by-zero at BPF pc 9", "... index out of bounds
+// (8) at BPF pc 30", or "... couldn't set option ...".
 func ProbeError(f ProbeFault) string {
 	var b strings.Builder
-	b.WriteString("error on enabled probe ID " + strconv.FormatUint(uint64(f.EPID), 10) +
-		" (ID " + strconv.FormatUint(uint64(f.ProbeID), 10) + ": " +
-		f.Provider + ":" + f.Module + ":" + f.Function + ":" + f.Name + "): " + f.Fault.String())
+	b.WriteString("error in dt_clause_" + strconv.Itoa(f.Clause) + " for probe ID " +
+		strconv.FormatUint(uint64(f.ProbeID), 10) + " (" +
+		f.Provider + ":" + f.Module + ":" + f.Function + ":" + f.Name + "): ")
+	if f.Fault == FaultLibrary && f.Msg != "" {
+		b.WriteString(f.Msg)
+		return b.String()
+	}
+	b.WriteString(f.Fault.String())
 	switch f.Fault {
-	case FaultBadAddr, FaultBadAlign, FaultBadStack:
+	case FaultBadAddr:
+		if int64(f.Addr) != -1 { // dtrace's mark for an address not known
+			b.WriteString(" (0x" + strconv.FormatUint(f.Addr, 16) + ")")
+		}
+	case FaultBadAlign, FaultBadStack, FaultBadSize:
 		b.WriteString(" (0x" + strconv.FormatUint(f.Addr, 16) + ")")
 	case FaultBadIndex:
 		b.WriteString(" (" + strconv.FormatInt(int64(f.Addr), 10) + ")")
 	}
-	if f.Action == 0 {
-		b.WriteString(" in predicate")
-	} else {
-		b.WriteString(" in action #" + strconv.Itoa(f.Action))
-	}
-	if f.Offset != -1 {
-		b.WriteString(" at DIF offset " + strconv.Itoa(f.Offset))
+	if f.PC != -1 {
+		b.WriteString(" at BPF pc " + strconv.Itoa(f.PC))
 	}
 	return b.String()
 }

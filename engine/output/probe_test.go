@@ -135,12 +135,20 @@ func TestMessages(t *testing.T) {
 		{Drops(1, 0, false), "1 drop on CPU 0"},
 		{Drops(12, 3, false), "12 drops on CPU 3"},
 		{Drops(7, 1, true), "7 aggregation drops on CPU 1"},
-		{ProbeError(ProbeFault{EPID: 3, ProbeID: 1, Provider: "dtrace", Name: "BEGIN",
-			Fault: FaultDivZero, Action: 1, Offset: 20}),
-			"error on enabled probe ID 3 (ID 1: dtrace:::BEGIN): divide-by-zero in action #1 at DIF offset 20"},
-		{ProbeError(ProbeFault{EPID: 2, ProbeID: 7, Provider: "syscall", Function: "read", Name: "entry",
-			Fault: FaultBadAddr, Addr: 0, Action: 0, Offset: -1}),
-			"error on enabled probe ID 2 (ID 7: syscall::read:entry): invalid address (0x0) in predicate"},
+		// test/unittest/error/tst.DTRACEFLT_DIVZERO.div.r
+		{ProbeError(ProbeFault{Clause: 4, ProbeID: 1, Provider: "dtrace", Name: "BEGIN",
+			Fault: FaultDivZero, PC: 20}),
+			"error in dt_clause_4 for probe ID 1 (dtrace:::BEGIN): divide-by-zero at BPF pc 20"},
+		{ProbeError(ProbeFault{Clause: 0, ProbeID: 7, Provider: "syscall", Function: "read", Name: "entry",
+			Fault: FaultBadAddr, Addr: 0, PC: -1}),
+			"error in dt_clause_0 for probe ID 7 (syscall::read:entry): invalid address (0x0)"},
+		{ProbeError(ProbeFault{Clause: 1, ProbeID: 1, Provider: "dtrace", Name: "BEGIN",
+			Fault: FaultBadIndex, Addr: 8, PC: 3}),
+			"error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8) at BPF pc 3"},
+		// test/unittest/actions/setopt/tst.badopt.r
+		{ProbeError(ProbeFault{Clause: 0, ProbeID: 1, Provider: "dtrace", Name: "BEGIN",
+			Fault: FaultLibrary, PC: -1, Msg: `couldn't set option "Nixon" to "1": Invalid option name`}),
+			`error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): couldn't set option "Nixon" to "1": Invalid option name`},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
