@@ -1141,11 +1141,6 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		return c, nil
 	}
 	if !t.Is("{") {
-		if c.Pred == nil {
-			// As DTrace, at the (last) description.
-			last := c.Descs[len(c.Descs)-1]
-			return nil, source.Errorf(p.f, last.Pos, "D_SYNTAX", "expected predicate and/or actions following probe description")
-		}
 		p.tok = t
 		return nil, p.syntaxError()
 	}
