@@ -42,6 +42,7 @@ type Options struct {
 	Destructive bool // -w
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
+	Empty       bool // -x empty: a file may hold no clause or declaration
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
@@ -71,11 +72,16 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range append(lib, files...) {
+	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
 			return nil, err
+		}
+		if i >= len(lib) && len(t.Clauses) == 0 && len(t.Decls) == 0 && !opts.Empty {
+			// As dtrace: a file of nothing but comments and pragmas is
+			// an error, reported where it ends.
+			return nil, source.Errorf(f, source.Pos(len(f.Text)), "D_EMPTY", "empty D program translation unit")
 		}
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)

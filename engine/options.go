@@ -27,7 +27,7 @@ const (
 var options = map[string]optionKind{
 	"bufsize": optSize, "aggsize": optSize, "strsize": optSize, "dynvarsize": optSize,
 	"quiet": optBool, "destructive": optBool, "defaultargs": optBool, "zdefs": optBool,
-	"errtags": optBool, "rawbytes": optBool, "flowindent": optBool,
+	"errtags": optBool, "rawbytes": optBool, "flowindent": optBool, "empty": optBool,
 	"switchrate": optRate, "aggrate": optRate, "statusrate": optRate, "cleanrate": optRate,
 	// Records are read as they come and aggregations when asked for:
 	// there is no buffer to switch, resize or fill policy to choose.
@@ -42,13 +42,18 @@ var options = map[string]optionKind{
 	"version": optAny, "stdc": optAny, "argref": optBool,
 	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
-	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
-	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optAny,
-	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
+	"grabanon": optUnsupported, "bufsize-": optUnsupported,
+	// Linking matters only to -G, which dstar refuses: the values are
+	// checked, and then moot.
+	"linkmode": optAny, "linktype": optAny, "linknommap": optBool, "ldpath": optAny,
+	"nolibs": optUnsupported, "evaltime": optAny,
+	// D's registers: iregs must be all eight of DIF's, as in dtrace; tregs
+	// bounds an associative array's keys.
+	"iregs": optAny, "tregs": optInt, "disasm": optUnsupported,
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
-	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
-	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optUnsupported,
+	"debug": optUnsupported, "verbose": optBool, "pspec": optBool, "lazyload": optUnsupported,
+	"modpath": optAny, "procfs": optUnsupported, "maxframes": optInt,
 	"libdir": optAny, "preallocate": optUnsupported, "ctypes": optUnsupported,
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
@@ -58,9 +63,9 @@ var options = map[string]optionKind{
 	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
 	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
 	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
-	"debugassert": optUnsupported, "empty": optUnsupported, "kdefs": optUnsupported,
-	"udefs": optUnsupported, "late": optUnsupported, "ldpath": optUnsupported,
-	"linknommap": optUnsupported, "procfspath": optUnsupported, "sysslice": optUnsupported,
+	"debugassert": optUnsupported, "kdefs": optUnsupported,
+	"udefs": optUnsupported, "late": optUnsupported,
+	"procfspath": optUnsupported, "sysslice": optUnsupported,
 	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
 	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
 	"setenv": optUnsupported, "unsetenv": optUnsupported,
@@ -90,15 +95,17 @@ func OptionProblem(name, value string) error {
 	case optUnsupported:
 		return errors.New("unsupported option")
 	case optSize:
-		if _, err := ParseSize(value, 1); err != nil {
-			return bad
+		n, err := ParseSize(value, 1)
+		if err != nil || name == "strsize" && n < 2 {
+			return bad // a string holds at least one byte and its NUL
 		}
 	case optRate:
 		if _, err := ParseRate(value); err != nil {
 			return bad
 		}
 	case optInt:
-		if _, err := strconv.Atoi(value); err != nil {
+		n, err := strconv.Atoi(value)
+		if err != nil || (name == "tregs" || name == "maxframes") && n <= 0 {
 			return bad
 		}
 	case optCPU:
@@ -121,6 +128,76 @@ func OptionProblem(name, value string) error {
 		if name == "evaltime" && value != "exec" && value != "preinit" && value != "postinit" && value != "main" {
 			return bad
 		}
+		if name == "version" {
+			return checkVersion(value)
+		}
+		if name == "iregs" {
+			if n, err := strconv.Atoi(value); err != nil || n <= 0 || n > difRegs {
+				return bad
+			} else if n < difRegs {
+				return errors.New("Insufficient registers to generate code")
+			}
+		}
+		if name == "linkmode" && value != "kernel" && value != "dynamic" && value != "static" ||
+			name == "linktype" && !strings.EqualFold(value, "elf") && !strings.EqualFold(value, "dof") ||
+			(name == "ldpath" || name == "modpath") && value == "" {
+			return bad
+		}
+	}
+	return nil
+}
+
+// difRegs is how many integer registers DIF has, which -x iregs must
+// name.
+const difRegs = 8
+
+// versions are the D language versions dtrace accepts with -x version.
+var versions = map[string]bool{
+	"1.0": true, "1.1": true, "1.2": true, "1.2.1": true, "1.2.2": true, "1.3": true,
+	"1.4": true, "1.4.1": true, "1.5": true, "1.6": true, "1.6.1": true, "1.6.2": true,
+	"1.6.3": true, "1.6.4": true, "2.0": true, "2.0.1": true,
+}
+
+// checkVersion checks a -x version value as dtrace does: MAJOR.MINOR[.MICRO]
+// and one of the versions it defines.
+func checkVersion(v string) error {
+	f := strings.Split(v, ".")
+	if len(f) < 2 || len(f) > 3 {
+		return errors.New("Version is not properly formatted or is too large")
+	}
+	for i, p := range f {
+		n, err := strconv.ParseUint(p, 10, 32)
+		// DTrace packs a version into 8, 12 and 12 bits.
+		if err != nil || i == 0 && n > 0xff || i > 0 && n > 0xfff {
+			return errors.New("Version is not properly formatted or is too large")
+		}
+		f[i] = strconv.FormatUint(n, 10)
+	}
+	if len(f) == 3 && f[2] == "0" {
+		f = f[:2]
+	}
+	if !versions[strings.Join(f, ".")] {
+		return errors.New("Requested version is not supported by compiler")
+	}
+	return nil
+}
+
+// cmdlineOnly are the options dtrace takes only on its command line: a
+// D program may not set them.
+var cmdlineOnly = map[string]bool{
+	"cppargs": true, "cpphdrs": true, "cpppath": true, "define": true, "undef": true,
+	"incdir": true, "ldpath": true, "ctfpath": true, "modpath": true, "procfspath": true,
+	"stdc": true, "lockmem": true,
+}
+
+// PragmaOptionProblem is OptionProblem for "#pragma D option" and
+// setopt( ), which may not set the command line's options.
+func PragmaOptionProblem(name, value string) error {
+	if err := OptionProblem(name, value); err != nil {
+		return err
+	}
+	if cmdlineOnly[name] {
+		return errors.New("Option cannot be used from within a D program")
 	}
 	return nil
 }

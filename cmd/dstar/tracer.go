@@ -273,6 +273,15 @@ func (t *tracer) run() int {
 		killKids()
 		return exitOK
 	}
+	total := 0
+	for _, f := range t.files {
+		total += prog.MatchedIn(f)
+	}
+	if total == 0 && !t.cfg.zero && !engine.OptionSet(t.opts, "zdefs") {
+		killKids()
+		t.errorf("no probes matched")
+		return exitError
+	}
 	destructive := t.cfg.destr || engine.OptionSet(t.opts, "destructive")
 	if prog.Info.Destructive && !destructive {
 		killKids()
@@ -397,8 +406,9 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
+		Empty:       engine.OptionSet(t.opts, "empty"),
 		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
-		OptionProblem: engine.OptionProblem,
+		OptionProblem: engine.PragmaOptionProblem,
 	})
 }
 

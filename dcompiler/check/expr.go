@@ -686,10 +686,32 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) {
+	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isNull(e.RHS)) ||
+		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		e.Op == "=" && !scalarAssignable(lt, rt, in.isNull(e.RHS)) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
 	return lt, nil
+}
+
+// isNull reports whether x is a null pointer constant: 0 or NULL, which
+// DTrace lets any pointer (and a string: dstar's empty one) be set to.
+func (in *Info) isNull(x ast.Expr) bool {
+	v, ok := in.ConstInt(x)
+	return ok && v == 0
+}
+
+// scalarAssignable is DTrace's rule for "=" between an integer and a
+// pointer: an integer takes no pointer, and a pointer no integer but a
+// null one (x[1] = curthread; x[2] = pid; is refused, as in dtrace).
+func scalarAssignable(lt, rt *types.Type, null bool) bool {
+	switch {
+	case lt.Kind == types.Int && rt.Kind == types.Pointer:
+		return false
+	case lt.Kind == types.Pointer && rt.Kind == types.Int:
+		return null
+	}
+	return true
 }
 
 // TypeNamed resolves a type as written in a cast or sizeof.
@@ -1034,18 +1056,32 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[size].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
 		}
 		return types.VoidT, nil
-	case "setopt", "freopen", "ftruncate":
-		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
+	case "freopen":
+		// freopen(format, ...): the file's name is formatted as printf
+		// does; "" restores the first output, so "." may not be given.
+		in.Destructive = true
+		if len(e.Args) == 0 {
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "freopen( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
+		}
+		if lit := Unparen(e.Args[0]).(*ast.StrLit); lit.Val == "." {
+			return nil, in.errorf(e.Pos, "D_FREOPEN_INVALID", "freopen( ) argument #1 cannot be \".\"")
+		}
+		if _, err := in.Format(e, argTypes[1:]); err != nil {
+			return nil, err
+		}
+		return types.VoidT, nil
+	case "setopt", "ftruncate":
+		want := map[string][2]int{"setopt": {1, 2}, "ftruncate": {0, 0}}[e.Fn]
 		if err := in.argCount(e, want[0], want[1]); err != nil {
 			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsString() {
-				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: string\n\t argument: %s", e.Fn, i+1, t)
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", e.Fn, i+1, t)
 			}
-		}
-		if e.Fn == "freopen" {
-			in.Destructive = true
 		}
 		return types.VoidT, nil
 	case "print":

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -281,6 +282,10 @@ func (in *Info) translator(probes []*providers.Probe, errp *error, depth int) fu
 			return fail(in.errorf(m.Pos, "D_UNKNOWN", "translators nest more than %d deep", maxXlateDepth))
 		}
 		x, err := in.expandMember(m, xl)
+		if err == errXlateLater {
+			in.xlateWaited = true
+			return e
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -340,6 +345,9 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	if len(trs) > 1 {
 		// Several translators build this type: the operand's type picks one.
 		xt, err := in.TypeOf(xl.X, &Env{})
+		if err != nil && in.xlateLater {
+			return nil, errXlateLater
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -374,6 +382,10 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	}
 	return body, nil
 }
+
+// errXlateLater is expandMember's answer when the translator depends on
+// its operand's type, which cannot be known yet.
+var errXlateLater = errors.New("translator operand not yet typed")
 
 // sameType compares types as translators match their input: by name,
 // ignoring qualifiers and spacing.

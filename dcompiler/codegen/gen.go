@@ -184,6 +184,7 @@ type gen struct {
 	// clause-locals.
 	scratchBase int
 	strtok      int // strtok( )'s string and position, after the clause-locals; 0 if unused
+	tstamp      int // timestamp's value for the firing, 0 until read; 0 if unused
 	glSize      int
 	arraysOff   int // where the fixed-size arrays start in the globals value
 	zeroOff     int // zeroSize bytes of zeros in the globals value
@@ -267,6 +268,12 @@ func (g *gen) layoutVars() {
 		// strtok(NULL, ...) goes on where another clause left off.
 		g.strtok = loc
 		loc += g.opts.StrSize + 8
+	}
+	if usesIdent(g.in.Clauses, "timestamp") {
+		// timestamp is read once per firing, as in DTrace: every clause
+		// of the firing sees the same value.
+		g.tstamp = loc
+		loc += 8
 	}
 	g.scratchBase = loc
 }
@@ -493,6 +500,9 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// Each firing starts with nothing to tokenize: a position past
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
+	}
+	if pg.tstamp != 0 {
+		pg.emit(storeImm(regState, int16(pg.tstamp), 0, asm.DWord))
 	}
 	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
@@ -784,6 +794,21 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 		}
 	}
 	return nil
+}
+
+// usesIdent reports whether any clause names identifier name.
+func usesIdent(clauses []*check.Clause, name string) bool {
+	found := false
+	see := func(e ast.Expr) {
+		if id, ok := e.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+	}
+	for _, cl := range clauses {
+		ast.Inspect(cl.Pred, see)
+		ast.InspectStmts(cl.Body, see)
+	}
+	return found
 }
 
 // usesStrtok reports whether any clause calls strtok( ).

@@ -143,7 +143,16 @@ func (l *Lexer) NextOuter() (Token, error) {
 		l.off += end
 		rest := strings.TrimSpace(strings.TrimPrefix(line, "#"))
 		if !strings.HasPrefix(rest, "pragma") {
-			return Token{}, l.errorf(start, "invalid control directive: %s", line)
+			// As dtrace names it: the directive's word ("#if"), when it
+			// has one.
+			word := rest
+			if i := strings.IndexFunc(rest, func(r rune) bool { return !IsIdent(byte(r)) }); i >= 0 {
+				word = rest[:i]
+			}
+			if word == "" || !isIdentStart(word[0]) {
+				return Token{}, source.Errorf(l.f, source.Pos(start), "D_PRAGCTL_INVAL", "invalid control directive")
+			}
+			return Token{}, source.Errorf(l.f, source.Pos(start), "D_PRAGCTL_INVAL", "invalid control directive: #%s", word)
 		}
 		return Token{Kind: Pragma, Pos: source.Pos(start), End: source.Pos(l.off), Text: strings.TrimSpace(rest[len("pragma"):])}, nil
 	}

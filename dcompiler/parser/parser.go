@@ -95,12 +95,18 @@ func (p *parser) decl() (*ast.Decl, error) {
 		}
 	}
 typ:
-	if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
-		return nil, p.syntaxError()
-	}
-	tn, err := p.typeName()
-	if err != nil {
-		return nil, err
+	var tn *ast.TypeName
+	if d.Storage != "" && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+		// "this x;": a storage class alone declares an int, as in C.
+		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
+	} else {
+		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
+			return nil, p.syntaxError()
+		}
+		var err error
+		if tn, err = p.typeName(); err != nil {
+			return nil, err
+		}
 	}
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
@@ -169,7 +175,7 @@ func (p *parser) subscript(d *ast.Decl) error {
 	if err := p.next(); err != nil {
 		return err
 	}
-	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
+	if !p.tok.Is("]") && !p.isType(p.tok) && !p.kernelTypeAt(keyShape) && !d.Inline {
 		dim, err := p.cond()
 		if err != nil {
 			return err
@@ -178,7 +184,7 @@ func (p *parser) subscript(d *ast.Decl) error {
 		return p.expect("]")
 	}
 	err := p.list("]", func() error {
-		if !p.isType(p.tok) {
+		if !p.isType(p.tok) && !p.kernelTypeAt(keyShape) {
 			return p.syntaxError()
 		}
 		k, err := p.typeName()
@@ -535,6 +541,10 @@ func (p *parser) kernelTypeAt(shape typeShape) bool {
 		if p.tok.Kind != lexer.Ident && !p.tok.Is("*") {
 			return false
 		}
+	case keyShape:
+		if !p.tok.Is("]") && !p.tok.Is(",") && !p.tok.Is("*") {
+			return false
+		}
 	default:
 		stars := 0
 		for ; p.tok.Is("*"); stars++ {
@@ -586,6 +596,7 @@ const (
 	declShape   typeShape = iota // TYPE name, TYPE *name
 	castShape                    // (TYPE) x, (TYPE *) x
 	sizeofShape                  // sizeof (TYPE), sizeof (TYPE *)
+	keyShape                     // [TYPE], [TYPE, ...]: an array's key types
 )
 
 // endsPredicate reports whether the current '/' closes a predicate: it does
