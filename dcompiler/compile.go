@@ -49,6 +49,10 @@ type Options struct {
 	// -x stackframes and ustackframes: the default depths of stack( )
 	// and ustack( ) (20 when 0).
 	StackFrames, UStackFrames int
+	// MaxFrames is -x maxframes: the deepest any stack is walked.
+	MaxFrames int
+	// TupleRegs is -x tregs, which bounds a tuple's keys.
+	TupleRegs int
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
@@ -93,6 +97,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		StrSize: opts.StrSize, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames,
+		MaxFrames: opts.MaxFrames, TupleRegs: opts.TupleRegs,
 		OptionProblem: opts.OptionProblem,
 	})
 	if err != nil {
@@ -101,7 +106,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: opts.StrSize,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
-		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU,
+		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU, MaxFrames: opts.MaxFrames,
 	})
 	if err != nil {
 		return nil, err

@@ -399,6 +399,8 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	cpu, onCPU := cpuOption(t.opts)
 	frames, _ := strconv.Atoi(t.opts["stackframes"])
 	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
+	maxframes, _ := strconv.Atoi(t.opts["maxframes"])
+	tregs, _ := strconv.Atoi(t.opts["tregs"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
@@ -407,7 +409,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		Empty:       engine.OptionSet(t.opts, "empty"),
-		StackFrames: frames, UStackFrames: uframes, LibDirs: t.cfg.libdirs,
+		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, LibDirs: t.cfg.libdirs,
 		OptionProblem: engine.PragmaOptionProblem,
 	})
 }

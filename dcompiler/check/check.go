@@ -33,6 +33,8 @@ type Options struct {
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	MaxFrames    int      // -x maxframes: no stack deeper (0: no limit)
+	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error

@@ -252,6 +252,38 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve %s: Unknown variable name", e.Name)
 }
 
+// voidActions are the actions that have no value.
+var voidActions = map[string]bool{
+	"printf": true, "trace": true, "exit": true, "tracemem": true, "print": true,
+	"speculate": true, "commit": true, "discard": true, "setopt": true, "freopen": true,
+	"ftruncate": true, "system": true, "printa": true, "clear": true, "trunc": true,
+	"normalize": true, "denormalize": true,
+}
+
+// valueArg types an argument of trace( ) or a printf-like action that is
+// no value, as dtrace sees it: an aggregation (which trace( ) refuses as
+// dynamic, and a format names), or an action with no value (void, its
+// own arguments unchecked). It returns nil for other arguments.
+func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
+	switch e.Fn {
+	case "trace", "printf", "system", "freopen":
+	default:
+		return nil, nil
+	}
+	switch a := Unparen(a).(type) {
+	case *ast.AggVar:
+		if e.Fn == "trace" {
+			return nil, in.errorf(a.Pos, "D_TRACE_DYN", "trace( ) may not be applied to a dynamic expression")
+		}
+		return &types.Type{Kind: types.Void, Name: "aggregation"}, nil
+	case *ast.Call:
+		if voidActions[a.Fn] {
+			return types.VoidT, nil
+		}
+	}
+	return nil, nil
+}
+
 func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
@@ -819,6 +851,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	if err != nil {
 		return nil, err
 	}
+	if err := in.tupleFits(AggKeys(e.LHS), e.Pos); err != nil {
+		return nil, err
+	}
 	var keys []*types.Type
 	for i, k := range AggKeys(e.LHS) {
 		if kind := in.dynamicKind(k); kind != "" {
@@ -922,6 +957,13 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	}
 	argTypes := make([]*types.Type, len(e.Args))
 	for i, a := range e.Args {
+		if t, err := in.valueArg(e, a); t != nil || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			argTypes[i] = t
+			continue
+		}
 		t, err := in.TypeOf(a, env)
 		if err != nil {
 			return nil, err
@@ -938,7 +980,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.symType(e, argTypes)
 	case "printf":
 		if len(e.Args) == 0 {
-			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, 1 expected")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
 		}
 		if err := in.formatIsString(e, argTypes[0]); err != nil {
 			return nil, err
@@ -953,6 +995,17 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if argTypes[0].Kind == types.Void {
 			return nil, in.errorf(e.Args[0].Start(), "D_TRACE_VOID", "trace( ) may not be applied to a void expression")
+		}
+		if m, ok := Unparen(e.Args[0]).(*ast.Member); ok {
+			// A member array, char arrays too, is traced as its bytes,
+			// as dtrace dumps them: tracemem(&m[0], sizeof (m)).
+			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array && mt.Size > 0 && mt.Size <= 1024 {
+				zero := &ast.IntLit{Pos: m.Pos, Text: "0"}
+				size := &ast.IntLit{Pos: m.Pos, Val: uint64(mt.Size), Text: strconv.Itoa(mt.Size)}
+				e.Fn = "tracemem"
+				e.Args = []ast.Expr{&ast.Unary{Pos: m.Pos, Op: "&", X: &ast.Index{Pos: m.Pos, X: m, Keys: []ast.Expr{zero}}}, size}
+				return in.TypeOf(e, env)
+			}
 		}
 		return types.VoidT, nil
 	case "system":
@@ -1160,6 +1213,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
 	if _, ok := Unparen(e.Args[0]).(*ast.StrLit); ok {
 		return nil
+	}
+	if !t.IsString() {
+		return in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: %s", e.Fn, t)
 	}
 	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
 }
@@ -1753,7 +1809,7 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
 	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
-		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", uint64(i), mt.Len)
 	}
 	return off, mt, nil
 }
@@ -1814,7 +1870,12 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	if !t.IsInt() {
 		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of uregs[ ] must be an integer")
 	}
-	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= providers.NumUserRegs()) {
+	i, ok := in.ConstInt(e.Keys[0])
+	if !ok {
+		// As in dtrace: the register is chosen when compiling.
+		return nil, in.errorf(e.Keys[0].Start(), "D_PROTO_ARG", "uregs[ ] argument #1 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: %s", t)
+	}
+	if i < 0 || int(i) >= providers.NumUserRegs() {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil

@@ -49,6 +49,9 @@ func (in *Info) stackType(e *ast.Call) (*types.Type, error) {
 		}
 	}
 	frames = min(frames, maxFrames)
+	if m := in.Opts.MaxFrames; m > 0 {
+		frames = min(frames, m)
+	}
 	if !in.stackOK[e] {
 		return nil, in.errorf(e.Pos, "D_CG_EXPR", "action function %s( ) may not be called from a D expression (D program context required)", e.Fn)
 	}

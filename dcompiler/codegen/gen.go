@@ -80,6 +80,9 @@ type Options struct {
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
+	// MaxFrames is -x maxframes: the deepest stackdepth and ustackdepth
+	// count (0: the kernel's walker's limit).
+	MaxFrames int
 }
 
 // Output is the generated code.
@@ -90,6 +93,9 @@ type Output struct {
 	Aggs     []*AggLayout
 	Globals  []*Var
 	NSpec    int // speculation buffers
+	// BufTooSmall says -x bufsize, dynvarsize or aggsize cannot hold a
+	// single record or element: dtrace refuses to enable such a program.
+	BufTooSmall bool
 }
 
 // Program is a BPF program. It serves Probes (one, or for a dispatcher
@@ -128,6 +134,7 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.BufSize <= 0 {
 		opts.BufSize = 4 << 20
 	}
+	asked := opts.BufSize
 	// A ring buffer is a power of two, at least a page.
 	ring := 4096
 	for ring < opts.BufSize {
@@ -171,6 +178,13 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 		}
 	}
 	g.maps(g.scratchBase + scratch)
+	for _, r := range out.Records {
+		// As dtrace: the buffer asked for must hold a record and the
+		// ring buffer's header.
+		if r.Size+8 > asked {
+			out.BufTooSmall = true
+		}
+	}
 	return out, nil
 }
 
@@ -354,6 +368,9 @@ func (g *gen) maps(stateSize int) {
 			if v.Type.IsString() || v.Type.Kind == types.Struct {
 				val = align8(v.Type.Size)
 			}
+			if v.KeySize+val > g.opts.DynVarSize {
+				g.out.BufTooSmall = true
+			}
 			g.out.Maps[v.Map] = &ebpf.MapSpec{
 				Name: v.Map, Type: ebpf.Hash, KeySize: uint32(v.KeySize), ValueSize: uint32(val),
 				MaxEntries: uint32(max(g.opts.DynVarSize/(v.KeySize+val), 1024)),
@@ -370,6 +387,9 @@ func (g *gen) maps(stateSize int) {
 			spec.MaxEntries = 1
 		} else {
 			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
+			if n == 0 {
+				g.out.BufTooSmall = true
+			}
 			spec.MaxEntries = uint32(max(n, 1))
 		}
 		g.out.Maps[l.Map] = spec
