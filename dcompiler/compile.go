@@ -42,6 +42,7 @@ type Options struct {
 	Destructive bool // -w
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
+	Empty       bool // -x empty: a file may hold no clause or declaration
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
@@ -50,6 +51,8 @@ type Options struct {
 	StackFrames, UStackFrames int
 	// MaxFrames is -x maxframes: the deepest any stack is (when not 0).
 	MaxFrames int
+	// TupleRegs is -x tregs, which bounds a tuple's keys.
+	TupleRegs int
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
@@ -74,26 +77,21 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	empty := true
 	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
 		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
 		if err != nil {
 			return nil, declaredFirst(tree, t, err, opts)
 		}
+		if i >= len(lib) && len(t.Clauses) == 0 && len(t.Decls) == 0 && !opts.Empty {
+			// As dtrace: a file of nothing but comments and pragmas is
+			// an error, reported where it ends.
+			return nil, source.Errorf(f, source.Pos(len(f.Text)), "D_EMPTY", "empty D program translation unit")
+		}
 		tree.Clauses = append(tree.Clauses, t.Clauses...)
 		tree.Pragmas = append(tree.Pragmas, t.Pragmas...)
 		tree.Decls = append(tree.Decls, t.Decls...)
 		tree.Macros = append(tree.Macros, t.Macros...)
-		if i >= len(lib) && len(t.Clauses)+len(t.Decls) > 0 {
-			empty = false
-		}
-	}
-	// A program with neither clauses nor declarations (pragmas and
-	// comments at most) is an error in DTrace, not a wait for nothing.
-	if empty && len(files) > 0 {
-		last := files[len(files)-1]
-		return nil, source.Errorf(last, source.Pos(len(last.Text)), "D_EMPTY", "empty D program translation unit")
 	}
 	// DTrace's strsize counts a string's characters; its buffer holds
 	// one more, the NUL, so a string of exactly strsize characters is kept
@@ -107,7 +105,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		StrSize: strBuf, AllowZero: opts.AllowZero,
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
-		OptionProblem: opts.OptionProblem, Version: opts.Version,
+		TupleRegs: opts.TupleRegs, OptionProblem: opts.OptionProblem, Version: opts.Version,
 	})
 	if err != nil {
 		return nil, err
@@ -115,7 +113,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	code, err := codegen.Generate(info, codegen.Options{
 		Providers: opts.Providers, StrSize: strBuf,
 		BufSize: opts.BufSize, AggSize: opts.AggSize, DynVarSize: opts.DynVarSize,
-		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU,
+		NSpec: opts.NSpec, OnCPU: opts.OnCPU, CPU: opts.CPU, MaxFrames: opts.MaxFrames,
 	})
 	if err != nil {
 		return nil, err

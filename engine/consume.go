@@ -109,6 +109,10 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Kind = KindExit
 			ev.Status = int(int32(vals[0].Bits))
 		case codegen.ActSetopt, codegen.ActFreopen, codegen.ActFtruncate:
+			if act.Kind == codegen.ActFreopen {
+				// The file's name, formatted.
+				vals = []printf.Value{{Str: act.Format.Sprint(nameAddresses(act.Format, vals, pid))}}
+			}
 			if err := s.outputAction(act.Kind, vals); err != nil {
 				s.deliver(&Event{Kind: KindError, Probe: rec.Probe, Text: e.libraryFault(rec, err), Stderr: true})
 			}

@@ -29,7 +29,7 @@ const (
 var options = map[string]optionKind{
 	"bufsize": optSize, "aggsize": optSize, "strsize": optSize, "dynvarsize": optSize,
 	"quiet": optBool, "destructive": optBool, "defaultargs": optBool, "zdefs": optBool,
-	"errtags": optBool, "rawbytes": optBool, "flowindent": optBool,
+	"errtags": optBool, "rawbytes": optBool, "flowindent": optBool, "empty": optBool,
 	"switchrate": optRate, "aggrate": optRate, "statusrate": optRate, "cleanrate": optRate,
 	// Records are read as they come and aggregations when asked for:
 	// there is no buffer to switch, resize or fill policy to choose.
@@ -44,13 +44,18 @@ var options = map[string]optionKind{
 	"version": optAny, "stdc": optAny, "argref": optBool,
 	"cpu": optCPU, "jstackframes": optUnsupported, "jstackstrsize": optUnsupported,
 	"ustackframes": optInt, "stackframes": optInt, "stackindent": optUnsupported,
-	"grabanon": optUnsupported, "bufsize-": optUnsupported, "linkmode": optUnsupported,
-	"linktype": optUnsupported, "nolibs": optUnsupported, "evaltime": optAny,
-	"iregs": optUnsupported, "tregs": optUnsupported, "disasm": optUnsupported,
+	"grabanon": optUnsupported, "bufsize-": optUnsupported,
+	// Linking matters only to -G, which dstar refuses: the values are
+	// checked, and then moot.
+	"linkmode": optAny, "linktype": optAny, "linknommap": optBool, "ldpath": optAny,
+	"nolibs": optUnsupported, "evaltime": optAny,
+	// D's registers: iregs must be all eight of DIF's, as in dtrace; tregs
+	// bounds an associative array's keys.
+	"iregs": optAny, "tregs": optInt, "disasm": optUnsupported,
 	"droptags": optUnsupported, "amin": optUnsupported, "syslibdir": optUnsupported,
 	"temporal": optUnsupported, "outputformat": optAny, "strip": optUnsupported,
-	"debug": optUnsupported, "verbose": optBool, "pspec": optUnsupported, "lazyload": optUnsupported,
-	"modpath": optUnsupported, "procfs": optUnsupported, "maxframes": optInt,
+	"debug": optUnsupported, "verbose": optBool, "pspec": optBool, "lazyload": optUnsupported,
+	"modpath": optAny, "procfs": optUnsupported, "maxframes": optInt,
 	"libdir": optAny, "preallocate": optUnsupported, "ctypes": optUnsupported,
 	"dtypes": optUnsupported, "noresolve": optUnsupported, "core": optUnsupported,
 	"knodefs": optUnsupported, "unodefs": optUnsupported, "pgmax": optUnsupported,
@@ -60,9 +65,9 @@ var options = map[string]optionKind{
 	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
 	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
 	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
-	"debugassert": optUnsupported, "empty": optUnsupported, "kdefs": optUnsupported,
-	"udefs": optUnsupported, "late": optUnsupported, "ldpath": optUnsupported,
-	"linknommap": optUnsupported, "procfspath": optUnsupported, "sysslice": optUnsupported,
+	"debugassert": optUnsupported, "kdefs": optUnsupported,
+	"udefs": optUnsupported, "late": optUnsupported,
+	"procfspath": optUnsupported, "sysslice": optUnsupported,
 	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
 	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
 	"setenv": optUnsupported, "unsetenv": optUnsupported,
@@ -92,15 +97,17 @@ func OptionProblem(name, value string) error {
 	case optUnsupported:
 		return errors.New("unsupported option")
 	case optSize:
-		if _, err := ParseSize(value, 1); err != nil {
-			return bad
+		n, err := ParseSize(value, 1)
+		if err != nil || name == "strsize" && n < 2 {
+			return bad // a string holds at least one byte and its NUL
 		}
 	case optRate:
 		if _, err := ParseRate(value); err != nil {
 			return bad
 		}
 	case optInt:
-		if _, err := strconv.Atoi(value); err != nil {
+		n, err := strconv.Atoi(value)
+		if err != nil || (name == "tregs" || name == "maxframes") && n <= 0 {
 			return bad
 		}
 	case optCPU:
@@ -133,6 +140,42 @@ func OptionProblem(name, value string) error {
 		if name == "version" {
 			return check.VersionProblem(value)
 		}
+		if name == "iregs" {
+			if n, err := strconv.Atoi(value); err != nil || n <= 0 || n > difRegs {
+				return bad
+			} else if n < difRegs {
+				return errors.New("Insufficient registers to generate code")
+			}
+		}
+		if name == "linkmode" && value != "kernel" && value != "dynamic" && value != "static" ||
+			name == "linktype" && !strings.EqualFold(value, "elf") && !strings.EqualFold(value, "dof") ||
+			(name == "ldpath" || name == "modpath") && value == "" {
+			return bad
+		}
+	}
+	return nil
+}
+
+// difRegs is how many integer registers DIF has, which -x iregs must
+// name.
+const difRegs = 8
+
+// cmdlineOnly are the options dtrace takes only on its command line: a
+// D program may not set them.
+var cmdlineOnly = map[string]bool{
+	"cppargs": true, "cpphdrs": true, "cpppath": true, "define": true, "undef": true,
+	"incdir": true, "ldpath": true, "ctfpath": true, "modpath": true, "procfspath": true,
+	"stdc": true, "lockmem": true,
+}
+
+// PragmaOptionProblem is OptionProblem for "#pragma D option" and
+// setopt( ), which may not set the command line's options.
+func PragmaOptionProblem(name, value string) error {
+	if err := OptionProblem(name, value); err != nil {
+		return err
+	}
+	if cmdlineOnly[name] {
+		return errors.New("Option cannot be used from within a D program")
 	}
 	return nil
 }

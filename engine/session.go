@@ -124,6 +124,9 @@ func (s *Session) finish(status int) {
 // Enable loads prog, attaches its probes, fires BEGIN, and starts
 // consuming its records. On error nothing stays attached or loaded.
 func (s *Session) Enable(prog *dcompiler.Program, reg *providers.Registry) (*Enabling, error) {
+	if prog.Code.BufTooSmall {
+		return nil, errors.New("Enabling exceeds size of buffer")
+	}
 	e, err := load(s, prog, reg)
 	if err != nil {
 		return nil, err

@@ -177,6 +177,8 @@ func parseArgs(args []string) (*config, error) {
 			c.libdirs = append(c.libdirs, x[1])
 		case "stdc":
 			c.stdc = x[1]
+		case "cpp":
+			c.cpp = true
 		}
 	}
 	c.macros = rest

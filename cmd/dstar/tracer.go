@@ -290,6 +290,15 @@ func (t *tracer) run() int {
 		killKids()
 		return exitOK
 	}
+	total := 0
+	for _, f := range t.files {
+		total += prog.MatchedIn(f)
+	}
+	if total == 0 && !t.cfg.zero && !engine.OptionSet(t.opts, "zdefs") {
+		killKids()
+		t.errorf("no probes matched")
+		return exitError
+	}
 	destructive := t.cfg.destr || engine.OptionSet(t.opts, "destructive")
 	if prog.Info.Destructive && !destructive {
 		killKids()
@@ -408,6 +417,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	frames, _ := strconv.Atoi(t.opts["stackframes"])
 	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
 	maxframes, _ := strconv.Atoi(t.opts["maxframes"])
+	tregs, _ := strconv.Atoi(t.opts["tregs"])
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
@@ -415,8 +425,9 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
-		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, LibDirs: t.cfg.libdirs,
-		OptionProblem: engine.OptionProblem, Version: t.opts["version"],
+		Empty:       engine.OptionSet(t.opts, "empty"),
+		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, LibDirs: t.cfg.libdirs,
+		OptionProblem: engine.PragmaOptionProblem, Version: t.opts["version"],
 	})
 }
 

@@ -36,6 +36,7 @@ type Options struct {
 	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
+	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error
@@ -75,6 +76,12 @@ type Info struct {
 	argExprs     map[string]ast.Expr      // translated probe arguments, parsed
 	stackOK      map[*ast.Call]bool       // stack( ) calls where a stack may be
 	ksyms        map[string]*KSymbol      // kernel symbols named, as written
+
+	// xlateLater, while set, makes a translator whose operand cannot be
+	// typed yet (it names a variable a clause declares by assignment:
+	// fds[self->fd].fi_name) wait for the variables to be declared;
+	// xlateWaited says one did.
+	xlateLater, xlateWaited bool
 }
 
 // Clause is a clause with its matched probes.
@@ -178,13 +185,29 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
 		}
 	}
+	var later []*Clause
+	in.xlateLater = true
 	for _, cl := range in.Clauses {
 		in.file = cl.File
+		in.xlateWaited = false
 		if err := in.translateClause(cl); err != nil {
 			return nil, err
 		}
+		if in.xlateWaited {
+			later = append(later, cl)
+		}
 	}
 	in.predeclare()
+	in.xlateLater = false
+	if len(later) > 0 {
+		for _, cl := range later {
+			in.file = cl.File
+			if err := in.translateClause(cl); err != nil {
+				return nil, err
+			}
+		}
+		in.predeclare()
+	}
 	for _, cl := range in.Clauses {
 		in.file = cl.File
 		if err := in.clause(cl); err != nil {

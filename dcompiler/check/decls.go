@@ -123,10 +123,13 @@ func (in *Info) decls() error {
 					return in.errorf(d.Pos, "D_DECL_LOCASSC", "associative arrays may not be declared as local variables: %s", d.Name)
 				}
 				v.Keys = []*types.Type{}
-				for _, k := range d.Keys {
+				for i, k := range d.Keys {
 					kt, err := in.typeName(k)
 					if err != nil {
 						return err
+					}
+					if kt.Kind == types.Void {
+						return in.errorf(d.Pos, "D_DECL_PROTO_TYPE", "array prototype may not use parameter of type void: (anonymous), parameter #%d", i+1)
 					}
 					if kt.IsString() {
 						kt = types.StringT(in.Opts.StrSize)

@@ -265,6 +265,38 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve %s: Unknown variable name", e.Name)
 }
 
+// voidActions are the actions that have no value.
+var voidActions = map[string]bool{
+	"printf": true, "trace": true, "exit": true, "tracemem": true, "print": true,
+	"speculate": true, "commit": true, "discard": true, "setopt": true, "freopen": true,
+	"ftruncate": true, "system": true, "printa": true, "clear": true, "trunc": true,
+	"normalize": true, "denormalize": true,
+}
+
+// valueArg types an argument of trace( ) or a printf-like action that is
+// no value, as dtrace sees it: an aggregation (which trace( ) refuses as
+// dynamic, and a format names), or an action with no value (void, its
+// own arguments unchecked). It returns nil for other arguments.
+func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
+	switch e.Fn {
+	case "trace", "printf", "system", "freopen":
+	default:
+		return nil, nil
+	}
+	switch a := Unparen(a).(type) {
+	case *ast.AggVar:
+		if e.Fn == "trace" {
+			return nil, in.errorf(a.Pos, "D_TRACE_DYN", "trace( ) may not be applied to a dynamic expression")
+		}
+		return &types.Type{Kind: types.Void, Name: "aggregation"}, nil
+	case *ast.Call:
+		if voidActions[a.Fn] {
+			return types.VoidT, nil
+		}
+	}
+	return nil, nil
+}
+
 func isAction(name string) bool {
 	switch name {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
@@ -753,12 +785,11 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() || (lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
-		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) {
-		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
-	}
-	if e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
-		// As dtrace's dt_node_is_ptrcompat: an integer and a pointer
+	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
+		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
+		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
+		// As dtrace's dt_node_is_ptrcompat, an integer and a pointer
 		// mix only as the constant 0 (x = curthread; x = pid is an error).
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
 	}
@@ -886,6 +917,9 @@ func (in *Info) aggAssign(e *ast.Assign, av *ast.AggVar, env *Env) (*types.Type,
 	if err != nil {
 		return nil, err
 	}
+	if err := in.tupleFits(AggKeys(e.LHS), e.Pos); err != nil {
+		return nil, err
+	}
 	var keys []*types.Type
 	for i, k := range AggKeys(e.LHS) {
 		if kind := in.dynamicKind(k); kind != "" {
@@ -991,6 +1025,13 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 	}
 	argTypes := make([]*types.Type, len(e.Args))
 	for i, a := range e.Args {
+		if t, err := in.valueArg(e, a); t != nil || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			argTypes[i] = t
+			continue
+		}
 		t, err := in.TypeOf(a, env)
 		if err != nil {
 			return nil, err
@@ -1007,7 +1048,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		return in.symType(e, argTypes)
 	case "printf":
 		if len(e.Args) == 0 {
-			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, 1 expected")
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "printf( ) prototype mismatch: 0 args passed, at least 1 expected")
 		}
 		if err := in.formatIsString(e, argTypes[0]); err != nil {
 			return nil, err
@@ -1022,6 +1063,17 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if argTypes[0].Kind == types.Void {
 			return nil, in.errorf(e.Args[0].Start(), "D_TRACE_VOID", "trace( ) may not be applied to a void expression")
+		}
+		if m, ok := Unparen(e.Args[0]).(*ast.Member); ok {
+			// A member array, char arrays too, is traced as its bytes,
+			// as dtrace dumps them: tracemem(&m[0], sizeof (m)).
+			if _, mt, err := in.MemberOffset(m, env); err == nil && mt.Kind == types.Array && mt.Size > 0 && mt.Size <= 1024 {
+				zero := &ast.IntLit{Pos: m.Pos, Text: "0"}
+				size := &ast.IntLit{Pos: m.Pos, Val: uint64(mt.Size), Text: strconv.Itoa(mt.Size)}
+				e.Fn = "tracemem"
+				e.Args = []ast.Expr{&ast.Unary{Pos: m.Pos, Op: "&", X: &ast.Index{Pos: m.Pos, X: m, Keys: []ast.Expr{zero}}}, size}
+				return in.TypeOf(e, env)
+			}
 		}
 		return types.VoidT, nil
 	case "system":
@@ -1125,18 +1177,32 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Args[size].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
 		}
 		return types.VoidT, nil
-	case "setopt", "freopen", "ftruncate":
-		want := map[string][2]int{"setopt": {1, 2}, "freopen": {1, 1}, "ftruncate": {0, 0}}[e.Fn]
+	case "freopen":
+		// freopen(format, ...): the file's name is formatted as printf
+		// does; "" restores the first output, so "." may not be given.
+		in.Destructive = true
+		if len(e.Args) == 0 {
+			return nil, in.errorf(e.Pos, "D_PROTO_LEN", "freopen( ) prototype mismatch: 0 args passed, at least 1 expected")
+		}
+		if err := in.formatIsString(e, argTypes[0]); err != nil {
+			return nil, err
+		}
+		if lit := Unparen(e.Args[0]).(*ast.StrLit); lit.Val == "." {
+			return nil, in.errorf(e.Pos, "D_FREOPEN_INVALID", "freopen( ) argument #1 cannot be \".\"")
+		}
+		if _, err := in.Format(e, argTypes[1:]); err != nil {
+			return nil, err
+		}
+		return types.VoidT, nil
+	case "setopt", "ftruncate":
+		want := map[string][2]int{"setopt": {1, 2}, "ftruncate": {0, 0}}[e.Fn]
 		if err := in.argCount(e, want[0], want[1]); err != nil {
 			return nil, err
 		}
 		for i, t := range argTypes {
 			if !t.IsString() {
-				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: string\n\t argument: %s", e.Fn, i+1, t)
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: char *\n\t argument: %s", e.Fn, i+1, t)
 			}
-		}
-		if e.Fn == "freopen" {
-			in.Destructive = true
 		}
 		return types.VoidT, nil
 	case "print":
@@ -1226,6 +1292,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 func (in *Info) formatIsString(e *ast.Call, t *types.Type) error {
 	if _, ok := Unparen(e.Args[0]).(*ast.StrLit); ok {
 		return nil
+	}
+	if !t.IsString() {
+		return in.errorf(e.Args[0].Start(), "D_PROTO_ARG", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: %s", e.Fn, t)
 	}
 	return in.errorf(e.Args[0].Start(), "D_PRINTF_ARG_FMT", "%s( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: %s", e.Fn, t)
 }
@@ -1891,7 +1960,7 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
 	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
-		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s[%d]", i, m.Name, mt.Len)
+		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", uint64(i), mt.Len)
 	}
 	return off, mt, nil
 }
@@ -1952,7 +2021,12 @@ func (in *Info) uregsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	if !t.IsInt() {
 		return nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of uregs[ ] must be an integer")
 	}
-	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= providers.NumUserRegs()) {
+	i, ok := in.ConstInt(e.Keys[0])
+	if !ok {
+		// As in dtrace: the register is chosen when compiling.
+		return nil, in.errorf(e.Keys[0].Start(), "D_PROTO_ARG", "uregs[ ] argument #1 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: %s", t)
+	}
+	if i < 0 || int(i) >= providers.NumUserRegs() {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for uregs[ ]", i)
 	}
 	return types.Uint64T, nil

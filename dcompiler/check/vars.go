@@ -112,8 +112,27 @@ func (in *Info) refType(r VarRef, env *Env) (*types.Type, error) {
 	return v.Type, nil
 }
 
+// tupleFits applies dtrace's bound on a tuple, an array's or an
+// aggregation's keys: one more than -x tregs (8), as its code generator
+// counts them.
+func (in *Info) tupleFits(keys []ast.Expr, pos source.Pos) error {
+	regs := in.Opts.TupleRegs
+	if regs <= 0 {
+		regs = 8
+	}
+	if len(keys) <= regs+1 {
+		return nil
+	}
+	e := source.Errorf(in.file, pos, "", "Insufficient tuple registers to generate code")
+	e.NoLine = true
+	return e
+}
+
 // checkKeys checks an associative array's keys against its declaration.
 func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
+	if err := in.tupleFits(r.Keys, r.Pos); err != nil {
+		return err
+	}
 	if (v.Keys == nil) != (r.Keys == nil) {
 		if v.Keys == nil {
 			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is not an array", r)
@@ -121,7 +140,7 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", r)
 	}
 	if len(v.Keys) != len(r.Keys) {
-		return in.errorf(r.Pos, "D_PROTO_LEN", "%s[ ] prototype mismatch: %d args passed, %d expected", r.Name, len(r.Keys), len(v.Keys))
+		return in.errorf(r.Pos, "D_PROTO_LEN", "%s[ ] prototype mismatch: %d key%s passed, %d expected", r.Name, len(r.Keys), plural(len(r.Keys)), len(v.Keys))
 	}
 	for i, k := range r.Keys {
 		t, err := in.TypeOf(k, env)
@@ -132,7 +151,7 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 			return in.structKey(k, t, i)
 		}
 		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
-			return in.errorf(k.Start(), "D_PROTO_LEN", "%s[ ] argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", r.Name, i+1, v.Keys[i], t)
+			return in.errorf(k.Start(), "D_PROTO_ARG", "%s[ ] key #%d is incompatible with prototype:\n\tprototype: %s\n\t      key: %s", r.Name, i+1, v.Keys[i], t)
 		}
 		if t.IsString() && t.Size > v.Keys[i].Size {
 			v.Keys[i] = types.StringT(in.Opts.StrSize)
@@ -152,6 +171,9 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 		if err := in.structVarOK(r.Pos, r.String(), t, r.Scope, r.Keys != nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := in.tupleFits(r.Keys, r.Pos); err != nil {
+		return nil, err
 	}
 	v := &Var{Name: r.Name, Scope: r.Scope, Type: t, Pos: r.Pos}
 	for i, k := range r.Keys {

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -373,6 +374,10 @@ func (in *Info) translator(probes []*providers.Probe, errp *error, depth int) fu
 			return fail(in.errorf(m.Pos, "D_UNKNOWN", "translators nest more than %d deep", maxXlateDepth))
 		}
 		x, err := in.expandMember(m, xl)
+		if err == errXlateLater {
+			in.xlateWaited = true
+			return e
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -430,6 +435,10 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	tr := trs[0]
 	if xt, err := in.TypeOf(xl.X, &Env{}); err != nil {
 		if len(trs) > 1 {
+			if in.xlateLater {
+				// Typed once the clauses' variables are declared.
+				return nil, errXlateLater
+			}
 			return nil, err
 		}
 	} else {
@@ -466,6 +475,10 @@ func (in *Info) expandMember(m *ast.Member, xl *ast.Xlate) (ast.Expr, error) {
 	}
 	return body, nil
 }
+
+// errXlateLater is expandMember's answer when the translator depends on
+// its operand's type, which cannot be known yet.
+var errXlateLater = errors.New("translator operand not yet typed")
 
 // sameType compares types as translators match their input: by name,
 // ignoring qualifiers and spacing.

@@ -49,11 +49,8 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 		act := Action{Index: i + 1}
 		args := call.Args
 		switch call.Fn {
-		case "printf", "system":
-			act.Kind = ActPrintf
-			if call.Fn == "system" {
-				act.Kind = ActSystem
-			}
+		case "printf", "system", "freopen":
+			act.Kind = map[string]ActionKind{"printf": ActPrintf, "system": ActSystem, "freopen": ActFreopen}[call.Fn]
 			ts := make([]*types.Type, len(args)-1)
 			for j, a := range args[1:] {
 				t, err := pg.in.TypeOf(a, pg.env)
@@ -81,8 +78,6 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 			args = nil
 		case "setopt":
 			act.Kind = ActSetopt
-		case "freopen":
-			act.Kind = ActFreopen
 		case "ftruncate":
 			act.Kind = ActFtruncate
 		case "print":
@@ -298,7 +293,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		return pg.traceMemCount(call, act)
 	}
 	args := call.Args
-	if call.Fn == "printf" || call.Fn == "system" {
+	if call.Fn == "printf" || call.Fn == "system" || call.Fn == "freopen" {
 		args = args[1:]
 	}
 	if check.AggActions[call.Fn] {

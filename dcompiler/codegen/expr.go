@@ -197,7 +197,15 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 	case "cpu":
 		pg.call(asm.FnGetSmpProcessorId)
 	case "timestamp":
+		if pg.tstamp == 0 {
+			pg.call(asm.FnKtimeGetNs)
+			break
+		}
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pg.tstamp), asm.DWord))
+		pg.emit(asm.JNE.Imm(asm.R0, 0, pg.labelNext("tstamp")))
 		pg.call(asm.FnKtimeGetNs)
+		pg.emit(asm.StoreMem(regState, int16(pg.tstamp), asm.R0, asm.DWord))
+		pg.label(pg.lastLabel)
 	case "walltimestamp":
 		pg.call(asm.FnKtimeGetNs)
 		pg.emit(asm.LoadMem(asm.R1, regGlob, GlWallOffset, asm.DWord))

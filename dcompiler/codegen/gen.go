@@ -80,6 +80,9 @@ type Options struct {
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
+	// MaxFrames is -x maxframes: the deepest stackdepth and ustackdepth
+	// count (0: the kernel's walker's limit).
+	MaxFrames int
 }
 
 // Output is the generated code.
@@ -90,6 +93,9 @@ type Output struct {
 	Aggs     []*AggLayout
 	Globals  []*Var
 	NSpec    int // speculation buffers
+	// BufTooSmall says -x bufsize, dynvarsize or aggsize cannot hold a
+	// single record or element: dtrace refuses to enable such a program.
+	BufTooSmall bool
 }
 
 // Program is a BPF program. It serves Probes (one, or for a dispatcher
@@ -128,6 +134,7 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 	if opts.BufSize <= 0 {
 		opts.BufSize = 4 << 20
 	}
+	asked := opts.BufSize
 	// A ring buffer is a power of two, at least a page.
 	ring := 4096
 	for ring < opts.BufSize {
@@ -171,6 +178,13 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 		}
 	}
 	g.maps(g.scratchBase + scratch)
+	for _, r := range out.Records {
+		// As dtrace: the buffer asked for must hold a record and the
+		// ring buffer's header.
+		if r.Size+8 > asked {
+			out.BufTooSmall = true
+		}
+	}
 	return out, nil
 }
 
@@ -184,6 +198,7 @@ type gen struct {
 	// clause-locals.
 	scratchBase int
 	strtok      int // strtok( )'s string and position, after the clause-locals; 0 if unused
+	tstamp      int // timestamp's value for the firing, 0 until read; 0 if unused
 	glSize      int
 	arraysOff   int // where the fixed-size arrays start in the globals value
 	zeroOff     int // zeroSize bytes of zeros in the globals value
@@ -268,6 +283,12 @@ func (g *gen) layoutVars() {
 		g.strtok = loc
 		loc += g.opts.StrSize + 8
 	}
+	if usesIdent(g.in.Clauses, "timestamp") {
+		// timestamp is read once per firing, as in DTrace: every clause
+		// of the firing sees the same value.
+		g.tstamp = loc
+		loc += 8
+	}
 	g.scratchBase = loc
 }
 
@@ -347,6 +368,9 @@ func (g *gen) maps(stateSize int) {
 			if v.Type.IsString() || v.Type.Kind == types.Struct {
 				val = align8(v.Type.Size)
 			}
+			if v.KeySize+val > g.opts.DynVarSize {
+				g.out.BufTooSmall = true
+			}
 			g.out.Maps[v.Map] = &ebpf.MapSpec{
 				Name: v.Map, Type: ebpf.Hash, KeySize: uint32(v.KeySize), ValueSize: uint32(val),
 				MaxEntries: uint32(max(g.opts.DynVarSize/(v.KeySize+val), 1024)),
@@ -363,6 +387,9 @@ func (g *gen) maps(stateSize int) {
 			spec.MaxEntries = 1
 		} else {
 			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
+			if n == 0 {
+				g.out.BufTooSmall = true
+			}
 			spec.MaxEntries = uint32(max(n, 1))
 		}
 		g.out.Maps[l.Map] = spec
@@ -495,6 +522,9 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 		// Each firing starts with nothing to tokenize: a position past
 		// any string's end, which strtok(NULL, ...) faults on.
 		pg.emit(storeImm(regState, int16(pg.strtok+pg.opts.StrSize), int64(pg.opts.StrSize+1), asm.DWord))
+	}
+	if pg.tstamp != 0 {
+		pg.emit(storeImm(regState, int16(pg.tstamp), 0, asm.DWord))
 	}
 	for _, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
@@ -823,6 +853,21 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 		}
 	}
 	return nil
+}
+
+// usesIdent reports whether any clause names identifier name.
+func usesIdent(clauses []*check.Clause, name string) bool {
+	found := false
+	see := func(e ast.Expr) {
+		if id, ok := e.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+	}
+	for _, cl := range clauses {
+		ast.Inspect(cl.Pred, see)
+		ast.InspectStmts(cl.Body, see)
+	}
+	return found
 }
 
 // usesStrtok reports whether any clause calls strtok( ).

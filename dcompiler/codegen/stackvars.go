@@ -76,6 +76,14 @@ func (pg *probeGen) stackVar(name string) {
 		pg.returnAddress()
 		return
 	}
+	if m := pg.opts.MaxFrames; m > 0 && (name == "stackdepth" || name == "ustackdepth") {
+		// -x maxframes: no walk goes deeper.
+		defer func() {
+			pg.emit(asm.JLE.Imm(asm.R0, int32(m), pg.labelNext("depth_max")))
+			pg.emit(asm.Mov.Imm(asm.R0, int32(m)))
+			pg.label(pg.lastLabel)
+		}()
+	}
 	if !user {
 		pg.kernelStackVar(name == "caller")
 		return

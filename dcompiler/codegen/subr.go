@@ -329,6 +329,10 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.emit(asm.LoadMem(asm.R1, regState, int16(until), asm.DWord))
 		pg.emit(asm.JLT.Reg(asm.R0, asm.R1, head))
 		pg.label(done)
+		if pg.tstamp != 0 {
+			// As in DTrace, timestamp moves on after chill( ).
+			pg.emit(storeImm(regState, int16(pg.tstamp), 0, asm.DWord))
+		}
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 	case "copyoutstr":
 		// Write a string into the process's memory.

@@ -149,6 +149,23 @@ func (pg *probeGen) update(m string, keyOff, valOff int, done string) {
 // storeRefStr assigns string expression rhs to r.
 func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 	v := pg.varOf(r)
+	if n, ok := pg.in.ConstInt(rhs); ok && n == 0 {
+		// NULL: a dynamic variable of any type assigned 0 is freed, as
+		// in DTrace; a global or clause-local becomes "".
+		if v.Map == "" {
+			reg, off := v.base()
+			pg.emit(storeImm(reg, int16(off), 0, asm.Byte))
+			return nil
+		}
+		keyOff, err := pg.elemKey(v, r)
+		if err != nil {
+			return err
+		}
+		pg.mapPtr(asm.R1, v.Map)
+		pg.addrOf(asm.R2, regState, keyOff)
+		pg.call(asm.FnMapDeleteElem)
+		return nil
+	}
 	if v.Map == "" {
 		reg, off := v.base()
 		return pg.strInto(rhs, reg, off, v.Type.Size)

@@ -249,7 +249,7 @@ func (p *parser) subscript(d *ast.Decl) error {
 	if p.tok.Is("...") {
 		return source.Errorf(p.f, p.tok.Pos, "D_DECL_PROTO_VARARGS", "array prototype may not use a variable-length argument list")
 	}
-	if !p.tok.Is("]") && !p.isType(p.tok) && !d.Inline {
+	if !p.tok.Is("]") && !p.isType(p.tok) && !p.kernelTypeAt(keyShape) && !d.Inline {
 		dim, err := p.cond()
 		if err != nil {
 			return err
@@ -258,7 +258,7 @@ func (p *parser) subscript(d *ast.Decl) error {
 		return p.expect("]")
 	}
 	err := p.list("]", func() error {
-		if !p.isType(p.tok) {
+		if !p.isType(p.tok) && !p.kernelTypeAt(keyShape) {
 			return p.syntaxError()
 		}
 		k, err := p.typeName()
@@ -771,6 +771,10 @@ func (p *parser) kernelTypeAt(shape typeShape) bool {
 		if p.tok.Kind != lexer.Ident && !p.tok.Is("*") {
 			return false
 		}
+	case keyShape:
+		if !p.tok.Is("]") && !p.tok.Is(",") && !p.tok.Is("*") {
+			return false
+		}
 	default:
 		stars := 0
 		for ; p.tok.Is("*"); stars++ {
@@ -822,6 +826,7 @@ const (
 	declShape   typeShape = iota // TYPE name, TYPE *name
 	castShape                    // (TYPE) x, (TYPE *) x
 	sizeofShape                  // sizeof (TYPE), sizeof (TYPE *)
+	keyShape                     // [TYPE], [TYPE, ...]: an array's key types
 )
 
 // endsPredicate reports whether the current '/' closes a predicate: it does

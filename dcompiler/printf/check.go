@@ -82,7 +82,7 @@ func (f *Format) CheckWith(o CheckOptions, args []ArgType) error {
 	if foff == 0 {
 		foff = 2
 	}
-	if f.Text == "" {
+	if f.Text == "" && fn != "freopen" { // freopen("") restores the output
 		return errorf("D_PRINTF_FMT_EMPTY", "%s( ) format string is empty", fn)
 	}
 	j := 0 // arguments consumed

@@ -81,6 +81,10 @@ type Error struct {
 	// or "action list". dtrace(1) names it for programs given as strings
 	// (-n), which have no useful line numbers.
 	Region string
+	// NoLine says dtrace reports this error without a line (as it does
+	// its code generator's): Error gives the message alone, and the
+	// excerpt still shows where.
+	NoLine bool
 }
 
 // Errorf makes an Error at p.
@@ -98,7 +102,7 @@ func (e *Error) Line() int {
 
 // Error renders DTrace's form: "line N: message".
 func (e *Error) Error() string {
-	if e.Line() == 0 {
+	if e.Line() == 0 || e.NoLine {
 		return e.Msg
 	}
 	return fmt.Sprintf("line %d: %s", e.Line(), e.Msg)
