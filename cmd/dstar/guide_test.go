@@ -27,7 +27,8 @@ func TestCommitProbeLines(t *testing.T) {
 	r := dstar(t, 20*time.Second, "-n", `BEGIN { s = speculation(); speculate(s); printf("hello %d", 1); }
 		BEGIN { speculate(s); trace(42); }
 		BEGIN { speculate(s); }
-		BEGIN { trace(7); commit(s); }
+		BEGIN { trace(7); }
+		BEGIN { commit(s); }
 		BEGIN { t = speculation(); speculate(t); trace(8); }
 		BEGIN { commit(t); }
 		BEGIN { exit(0); }`)

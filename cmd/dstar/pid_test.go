@@ -290,20 +290,25 @@ func TestPidOffset(t *testing.T) {
 	// At offset 5, the ret, mov has copied the argument into rax.
 	r := dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { @[probename, arg0] = count(); }`, "-c", prog)
 	wantLines(t, r, "sum 284", "5 40 1", "5 2 1")
-	// uregs[]: rax, rdi by a computed index, and the PC, whose low twelve
-	// bits are those of the probed instruction's link-time address.
+	// uregs[]: rax, rdi, and the PC, whose low twelve bits are those of
+	// the probed instruction's link-time address.
 	f, err := elfsym.Open(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fn, _ := f.Lookup("pidt_asm")
-	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { this->i = R_RDI; printf("%d %d %d %x\n", uregs[R_RAX], uregs[this->i], uregs[R_R0], uregs[R_PC] & 0xfff); }`, "-c", prog)
+	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:5 { printf("%d %d %d %x\n", uregs[R_RAX], uregs[R_RDI], uregs[R_R0], uregs[R_PC] & 0xfff); }`, "-c", prog)
 	pc := fmt.Sprintf("%x", (fn.Value+5)&0xfff)
 	wantLines(t, r, "sum 284", "40 40 40 "+pc, "2 2 2 "+pc)
 	// On other probes, uregs[] are the registers saved on entering the
 	// kernel: a system call's arguments, and a PC in the C library.
-	r = dstar(t, 20*time.Second, "-q", "-n", `syscall::write:entry /pid == $target/ { this->i = R_RDX; printf("%d %d %d\n", uregs[R_RDI] == arg0, uregs[this->i] == arg2, uregs[this->i + 1000]); @[umod(uregs[R_PC])] = count(); }`, "-c", prog)
-	wantLines(t, r, "sum 284", "1 1 0", "libc.so.6 1")
+	r = dstar(t, 20*time.Second, "-q", "-n", `syscall::write:entry /pid == $target/ { printf("%d %d\n", uregs[R_RDI] == arg0, uregs[R_RDX] == arg2); @[umod(uregs[R_PC])] = count(); }`, "-c", prog)
+	wantLines(t, r, "sum 284", "1 1", "libc.so.6 1")
+	// As in DTrace, the register is named by a constant.
+	r = dstar(t, 20*time.Second, "-q", "-n", `BEGIN { this->i = R_RDX; trace(uregs[this->i]); }`)
+	if r.code != 1 || !strings.Contains(r.stderr, "[D_PROTO_ARG]") && !strings.Contains(r.stderr, "uregs[ ] argument #1 is incompatible") {
+		t.Errorf("uregs[] by a variable: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = dstar(t, 20*time.Second, "-q", "-n", `pid$target:a.out:pidt_asm:7 { }`, "-c", prog)
 	if r.code != 1 || !strings.Contains(r.stderr, "offset 0x7 is beyond the end of pidt_asm (7 bytes)") {
 		t.Errorf("offset past the end: exit %d, stderr %q", r.code, r.stderr)
