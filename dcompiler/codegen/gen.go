@@ -368,7 +368,9 @@ func (g *gen) maps(stateSize int) {
 			if v.Type.IsString() || v.Type.Kind == types.Struct {
 				val = align8(v.Type.Size)
 			}
-			if v.KeySize+val > g.opts.DynVarSize {
+			// As Oracle's: an associative array's element must fit; a
+			// thread-local scalar is not refused (dynvarsize=5 holds one).
+			if len(v.Keys) > 0 && v.KeySize+val > g.opts.DynVarSize {
 				g.out.BufTooSmall = true
 			}
 			g.out.Maps[v.Map] = &ebpf.MapSpec{
