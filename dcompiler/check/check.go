@@ -427,6 +427,14 @@ func (in *Info) clause(cl *Clause) error {
 		envs = append(envs, &Env{})
 	}
 	for _, env := range envs {
+		// The body first, as DTrace cooks it: a variable the clause's
+		// body creates may be read in its predicate. When the body reads
+		// a variable that only the predicate creates, the predicate
+		// goes first and the body is checked again.
+		bodyErr := in.stmts(cl.Body, env)
+		if bodyErr != nil && (cl.Pred == nil || !undefinedVar(bodyErr)) {
+			return inRegion(bodyErr, "action list")
+		}
 		if cl.Pred != nil {
 			t, err := in.TypeOf(cl.Pred, env)
 			// An array's name is its address elsewhere, but an array
@@ -446,11 +454,19 @@ func (in *Info) clause(cl *Clause) error {
 				return inRegion(err, "predicate")
 			}
 		}
-		if err := in.stmts(cl.Body, env); err != nil {
-			return inRegion(err, "action list")
+		if bodyErr != nil {
+			if err := in.stmts(cl.Body, env); err != nil {
+				return inRegion(err, "action list")
+			}
 		}
 	}
 	return nil
+}
+
+// undefinedVar says err is DTrace's error for a variable not yet known.
+func undefinedVar(err error) bool {
+	var e *source.Error
+	return errors.As(err, &e) && (e.Tag == "D_IDENT_UNDEF" || e.Tag == "D_VAR_UNDEF")
 }
 
 // Clause flags: what a clause's actions so far have done, in the order
