@@ -384,14 +384,16 @@ func (g *gen) maps(stateSize int) {
 			Name: l.Map, Type: ebpf.PerCPUHash, KeySize: uint32(l.KeySize),
 			ValueSize: uint32(l.ValueSize),
 		}
+		// As Oracle's: aggsize must hold one element of every aggregation,
+		// keyed or not.
+		n := g.opts.AggSize / (l.KeySize + l.ValueSize)
+		if n == 0 {
+			g.out.BufTooSmall = true
+		}
 		if l.Array {
 			spec.Type = ebpf.PerCPUArray
 			spec.MaxEntries = 1
 		} else {
-			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
-			if n == 0 {
-				g.out.BufTooSmall = true
-			}
 			spec.MaxEntries = uint32(max(n, 1))
 		}
 		g.out.Maps[l.Map] = spec
