@@ -43,6 +43,7 @@ type Options struct {
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
 	Empty       bool // -x empty: a file may hold no clause or declaration
+	PSpec       bool // -x pspec: "int*" at top level is a probe description
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
@@ -79,7 +80,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	}
 	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
-		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
+		t, err := parser.ParseFile(f, typedefs, kernelTypedef, opts.PSpec && i >= len(lib))
 		if err != nil {
 			return nil, declaredFirst(tree, t, err, opts)
 		}

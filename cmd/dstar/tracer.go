@@ -425,7 +425,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
-		Empty:       engine.OptionSet(t.opts, "empty"),
+		Empty: engine.OptionSet(t.opts, "empty"), PSpec: engine.OptionSet(t.opts, "pspec"),
 		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, LibDirs: t.cfg.libdirs,
 		OptionProblem: engine.PragmaOptionProblem, Version: t.opts["version"],
 	})

@@ -23,7 +23,14 @@ func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil, nil
 // kernelType, when not nil, says whether a name is one of the kernel's
 // typedefs (u32, bool, dev_t), which D programs use as types too.
 func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string) bool) (*ast.Program, error) {
-	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType}
+	return ParseFile(f, typedefs, kernelType, false)
+}
+
+// ParseFile is ParseKnown under -x pspec, which reads a top-level word
+// that could begin a declaration or a probe description ("int*") as a
+// description (as does "#pragma D option pspec" in the file).
+func ParseFile(f *source.File, typedefs map[string]bool, kernelType func(string) bool, pspec bool) (*ast.Program, error) {
+	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType, pspec: pspec}
 	prog := &ast.Program{Files: []*source.File{p.f}}
 	if err := p.program(prog); err != nil {
 		// What came before the error, whose declarations DTrace would
@@ -66,11 +73,18 @@ type parser struct {
 	// kernelType says whether a name is a kernel typedef. It is asked only
 	// where a type would stand, since answering loads the kernel's BTF.
 	kernelType func(string) bool
+	pspec      bool // -x pspec
 }
 
 // startsDecl reports whether a top-level word begins a declaration rather
-// than a probe description.
+// than a probe description. As in DTrace, a word that could be either
+// ("int*", which may start "int*x;" or the description "int*") is a
+// type unless pspec is set; a ':' or a character no type name has makes
+// it a description.
 func (p *parser) startsDecl(word string) bool {
+	if i := strings.IndexByte(word, '*'); i > 0 && !strings.ContainsAny(word, ":-.?!`") && !p.pspecSet() {
+		word = word[:i]
+	}
 	switch word {
 	case "self", "this", "inline", "typedef", "static", "extern", "translator":
 		return true
@@ -79,6 +93,19 @@ func (p *parser) startsDecl(word string) bool {
 }
 
 // decl parses a declaration, the current token being its first word.
+// pspecSet says -x pspec, or a "#pragma D option pspec" so far, is on.
+func (p *parser) pspecSet() bool {
+	on := p.pspec
+	for _, pr := range p.pragmas {
+		if f := strings.Fields(pr.Text); len(f) == 3 && f[0] == "D" && f[1] == "option" {
+			if name, val, _ := strings.Cut(f[2], "="); name == "pspec" {
+				on = val == "" || val == "1" || strings.EqualFold(val, "on") || strings.EqualFold(val, "yes") || strings.EqualFold(val, "true")
+			}
+		}
+	}
+	return on
+}
+
 func (p *parser) decl() (*ast.Decl, error) {
 	d := &ast.Decl{File: p.f, Pos: p.tok.Pos}
 	if p.tok.Kind == lexer.Ident && p.tok.Text == "translator" {
@@ -1135,11 +1162,11 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		// A clause without an action list takes the default action,
 		// but only in a description (-n): a file's clause needs one.
 		if p.f.Name != "" {
-			// At the end of the input DTrace's line is the last one read;
-			// before another token, the (last) description's.
-			at := t.Pos
-			if t.Kind != lexer.EOF && !t.Is(";") {
-				at = c.Descs[len(c.Descs)-1].Pos
+			// DTrace's line is the (last) description's, even at the
+			// end of the input; before ';', the ';'.
+			at := c.Descs[len(c.Descs)-1].Pos
+			if t.Is(";") {
+				at = t.Pos
 			}
 			return nil, source.Errorf(p.f, at, "D_SYNTAX", "expected predicate and/or actions following probe description")
 		}
