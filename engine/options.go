@@ -106,8 +106,9 @@ func OptionProblem(name, value string) error {
 			return bad
 		}
 	case optInt:
+		// As dtrace, never negative.
 		n, err := strconv.Atoi(value)
-		if err != nil || (name == "tregs" || name == "maxframes") && n <= 0 {
+		if err != nil || n < 0 || (name == "tregs" || name == "maxframes") && n == 0 {
 			return bad
 		}
 	case optCPU:
