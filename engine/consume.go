@@ -177,7 +177,7 @@ func (e *Enabling) handle(raw []byte) {
 		s.deliver(ev)
 		if act.Kind == codegen.ActExit {
 			s.mu.Unlock()
-			s.finish(ev.Status)
+			s.exited(ev.Status)
 			s.mu.Lock()
 		}
 	}
@@ -298,9 +298,12 @@ func (e *Enabling) aggAction(act *codegen.Action, vals []printf.Value) (string, 
 		e.setNormal(act.Aggs[0], 0)
 		return "", nil
 	}
-	snap, err := e.Snapshot()
-	if err != nil {
-		return "", err
+	snap := e.rated
+	if snap == nil || !e.reading() {
+		var err error
+		if snap, err = e.Snapshot(); err != nil {
+			return "", err
+		}
 	}
 	var aggs []*output.Aggregation
 	for _, name := range act.Aggs {

@@ -333,7 +333,7 @@ func (t *tracer) run() int {
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		FlowIndent: engine.OptionSet(t.opts, "flowindent") && t.opts["outputformat"] != "json",
 		RawBytes:   engine.OptionSet(t.opts, "rawbytes"),
-		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
+		SwitchRate: switchRate(t.opts), StatusRate: rateOption(t.opts, "statusrate"), AggRate: rateOption(t.opts, "aggrate"), SpecSize: specSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 		Folded: t.opts["stackfmt"] == "folded",
@@ -656,7 +656,12 @@ func cpuOption(opts map[string]string) (int, bool) {
 // switchRate is how often records are read (-x switchrate), 0 for the
 // engine's default.
 func switchRate(opts map[string]string) time.Duration {
-	d, _ := engine.ParseRate(opts["switchrate"])
+	return rateOption(opts, "switchrate")
+}
+
+// rateOption is a rate option's period, 0 when not set.
+func rateOption(opts map[string]string, name string) time.Duration {
+	d, _ := engine.ParseRate(opts[name])
 	return d
 }
 
