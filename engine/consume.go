@@ -123,7 +123,7 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Kind = KindTrace
 			v := act.Args[1]
 			// DTrace indents the value one past the header's width.
-			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+v.Size], len(output.ProbeHeader())))
+			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+min(v.Size, s.opts.PrintSize)], len(output.ProbeHeader())))
 		case codegen.ActStack:
 			ev.Kind = KindTrace
 			text.WriteString(output.Stack(vals[0].Frames))

@@ -64,7 +64,7 @@ var options = map[string]optionKind{
 	// refused as unsupported rather than as unknown names.
 	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
 	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
-	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
+	"printsize": optSize, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
 	"debugassert": optUnsupported, "kdefs": optUnsupported,
 	"udefs": optUnsupported, "late": optUnsupported,
 	"procfspath": optUnsupported, "sysslice": optUnsupported,

@@ -31,9 +31,10 @@ type Options struct {
 	StatusRate time.Duration
 	// AggRate is -x aggrate: when set, printa( ) in a clause prints the
 	// aggregations as last read, every AggRate (0: as they are now).
-	AggRate  time.Duration
-	SpecSize int  // bytes a speculation may hold (-x specsize)
-	JSON     bool // one JSON object per line (-x outputformat=json)
+	AggRate   time.Duration
+	SpecSize  int  // bytes a speculation may hold (-x specsize)
+	PrintSize int  // -x printsize: how much of a value print( ) shows
+	JSON      bool // one JSON object per line (-x outputformat=json)
 	// AggSort orders aggregation rows (-x aggsortkey, aggsortrev,
 	// aggsortkeypos); the zero value sorts by value.
 	AggSort output.SortOptions
@@ -100,6 +101,7 @@ func NewSession(opts Options) *Session {
 	// A period of a few nanoseconds (a bare switchrate=10 is 10 ns) would
 	// make the consumer spin: a millisecond is as often as it reads.
 	opts.SwitchRate = max(opts.SwitchRate, time.Millisecond)
+	opts.PrintSize = PrintSize(opts.PrintSize)
 	if opts.SpecSize == 0 {
 		opts.SpecSize = 4 << 10
 	}
@@ -123,6 +125,15 @@ func (s *Session) Stop() { s.finish(-1) }
 // finish records an exit( ) status and stops tracing. The last exit( )
 // read decides the status, as in dtrace: END's exit(0) after BEGIN's
 // exit(1) exits 0.
+// PrintSize is what dtrace makes of -x printsize n (0: not set): at most
+// 64 KiB, 8 KiB by default, in whole 8-byte words.
+func PrintSize(n int) int {
+	if n <= 0 || n > 65536 {
+		n = 8192
+	}
+	return (n + 7) &^ 7
+}
+
 // exited acts on a program's exit(status) at the next status check.
 func (s *Session) exited(status int) {
 	if r := s.opts.StatusRate; r > 0 {

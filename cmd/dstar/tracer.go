@@ -333,7 +333,7 @@ func (t *tracer) run() int {
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		FlowIndent: engine.OptionSet(t.opts, "flowindent") && t.opts["outputformat"] != "json",
 		RawBytes:   engine.OptionSet(t.opts, "rawbytes"),
-		SwitchRate: switchRate(t.opts), StatusRate: rateOption(t.opts, "statusrate"), AggRate: rateOption(t.opts, "aggrate"), SpecSize: specSize(t.opts),
+		SwitchRate: switchRate(t.opts), StatusRate: rateOption(t.opts, "statusrate"), AggRate: rateOption(t.opts, "aggrate"), SpecSize: specSize(t.opts), PrintSize: printSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 		Folded: t.opts["stackfmt"] == "folded",
@@ -663,6 +663,12 @@ func switchRate(opts map[string]string) time.Duration {
 func rateOption(opts map[string]string, name string) time.Duration {
 	d, _ := engine.ParseRate(opts[name])
 	return d
+}
+
+// printSize is -x printsize, 0 when not set.
+func printSize(opts map[string]string) int {
+	n, _ := engine.ParseSize(opts["printsize"], 0)
+	return int(n)
 }
 
 // specSize is what a speculation may hold (-x specsize), 0 for the

@@ -1217,7 +1217,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			if el != nil {
 				name = el.Name
 			}
-			return nil, in.errorf(e.Args[0].Start(), "D_PRINT_VOID", "print( ) argument #1 reference has type '%s' with size 0; cannot print( ) it.", name)
+			return nil, in.errorf(e.Args[0].Start(), "D_PRINT_SIZE", "print( ) argument #1 reference has type '%s' with size 0; cannot print( ) it.", name)
 		}
 		return types.VoidT, nil
 	case "tracemem":
