@@ -176,7 +176,7 @@ func (p *Program) MatchedIn(f *source.File) int {
 	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			n += len(c.Probes)
+			n += c.Matched
 		}
 	}
 	return n
