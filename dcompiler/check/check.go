@@ -658,6 +658,7 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	"curcpu":    types.VoidPtr, // typed as sched.d's cpuinfo_t * when used
 	// The process's working and root directories, strsize long.
 	"cwd": types.StringT(-1), "root": types.StringT(-1),
 	// The stack's built-ins (codegen/stackvars.go).
