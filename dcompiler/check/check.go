@@ -33,7 +33,7 @@ type Options struct {
 	DefaultArgs  bool     // -x defaultargs: missing $N are 0 / ""
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
-	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	UStackFrames int      // -x ustackframes: ustack( )'s default depth (100 when 0)
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
