@@ -48,7 +48,7 @@ type Options struct {
 	OnCPU bool
 	CPU   int
 	// -x stackframes and ustackframes: the default depths of stack( )
-	// and ustack( ) (20 when 0).
+	// and ustack( ) (20 and 100 when 0).
 	StackFrames, UStackFrames int
 	// MaxFrames is -x maxframes: the deepest any stack is (when not 0).
 	MaxFrames int
@@ -177,7 +177,7 @@ func (p *Program) MatchedIn(f *source.File) int {
 	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			n += len(c.Probes)
+			n += c.Matched
 		}
 	}
 	return n

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +111,12 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 		e.Close()
 		return nil, err
 	}
+	if m := coll.Maps[codegen.CPUInfoMap]; m != nil {
+		if err := fillCPUInfo(m); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("cpuinfo map: %w", err)
+		}
+	}
 	rd, err := ringbuf.NewReader(coll.Maps[codegen.EventsMap])
 	if err != nil {
 		e.Close()
@@ -136,6 +144,38 @@ func loadError(err error) error {
 		return fmt.Errorf("cannot load BPF programs: %w (dstar needs root, or CAP_BPF and CAP_PERFMON)", err)
 	}
 	return fmt.Errorf("cannot load BPF programs: %w", err)
+}
+
+// cpuInfo is sched.d's cpuinfo_t, as curcpu reads it.
+type cpuInfo struct {
+	ID, Pset, Chip, Lgrp int32
+}
+
+// fillCPUInfo writes each processor's cpuinfo_t into the per-CPU map
+// curcpu points into: its number, no processor set (-1, as sched.d's
+// translator says), its physical package and its NUMA node, as sysfs
+// tells them (0 where it does not).
+func fillCPUInfo(m *ebpf.Map) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	vals := make([]cpuInfo, n)
+	for i := range vals {
+		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/", i)
+		vals[i] = cpuInfo{ID: int32(i), Pset: -1}
+		if b, err := os.ReadFile(dir + "topology/physical_package_id"); err == nil {
+			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				vals[i].Chip = int32(v)
+			}
+		}
+		if nodes, _ := filepath.Glob(dir + "node[0-9]*"); len(nodes) > 0 {
+			if v, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(nodes[0]), "node")); err == nil {
+				vals[i].Lgrp = int32(v)
+			}
+		}
+	}
+	return m.Put(uint32(0), vals)
 }
 
 // initGlobals writes the clock offset that walltimestamp adds.

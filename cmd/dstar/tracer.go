@@ -579,6 +579,11 @@ func (t *tracer) list() int {
 	}
 	for i, d := range descs {
 		probes, err := find(d)
+		var te *providers.TagError
+		if errors.As(err, &te) {
+			t.errorf("invalid probe specifier %s: %v", t.cfg.sources[i].text, err)
+			return exitError
+		}
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError

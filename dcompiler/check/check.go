@@ -33,7 +33,7 @@ type Options struct {
 	DefaultArgs  bool     // -x defaultargs: missing $N are 0 / ""
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
-	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	UStackFrames int      // -x ustackframes: ustack( )'s default depth (100 when 0)
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
@@ -50,7 +50,9 @@ type Info struct {
 	// Probes lists every matched probe once, in order of first match.
 	Probes []*providers.Probe
 	// ClausesOf lists, per probe ID, the clauses that fire on it, in
-	// program order.
+	// program order; a clause appears once for each of its descriptions
+	// that matches the probe, since DTrace makes an enabling of each
+	// description, and each enabling runs the clause.
 	ClausesOf map[int][]*Clause
 	Globals   []*Var // global scalars and associative arrays
 	Threads   []*Var // self-> variables
@@ -89,6 +91,11 @@ type Clause struct {
 	*ast.Clause
 	Index  int
 	Probes []*providers.Probe
+	// Matched counts the probes each description matched, summed over
+	// the descriptions, as dtrace's "matched N probes" does.
+	Matched int
+	// times counts, per probe ID, the descriptions that matched it.
+	times map[int]int
 }
 
 // Var is a variable: a global, an associative array (Keys not nil), a
@@ -163,15 +170,16 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	}
 	seen := map[int]bool{}
 	for i, c := range prog.Clauses {
-		cl := &Clause{Clause: c, Index: i}
+		cl := &Clause{Clause: c, Index: i, times: map[int]int{}}
 		in.file = c.File
 		for _, d := range c.Descs {
 			probes, err := in.match(d)
 			if err != nil {
 				return nil, err
 			}
+			cl.Matched += len(probes)
 			for _, p := range probes {
-				if !containsProbe(cl.Probes, p) {
+				if cl.times[p.ID]++; cl.times[p.ID] == 1 {
 					cl.Probes = append(cl.Probes, p)
 				}
 			}
@@ -182,7 +190,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 				seen[p.ID] = true
 				in.Probes = append(in.Probes, p)
 			}
-			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+			for range cl.times[p.ID] {
+				in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+			}
 		}
 	}
 	var later []*Clause
@@ -237,15 +247,6 @@ func (in *Info) unusedPragmas() error {
 		return in.errorf(p.Pos, "D_PRAGMA_UNUSED", "unused #pragma %s", f[1])
 	}
 	return nil
-}
-
-func containsProbe(list []*providers.Probe, p *providers.Probe) bool {
-	for _, q := range list {
-		if q.ID == p.ID {
-			return true
-		}
-	}
-	return false
 }
 
 func (in *Info) errorf(p source.Pos, tag, format string, args ...any) error {
@@ -386,8 +387,11 @@ func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
 	if in.Opts.Probes != nil {
 		probes, err = in.Opts.Probes.Match(desc)
 		var np *providers.NoProbeError
+		var te *providers.TagError
 		if errors.As(err, &np) {
 			probes, why = nil, " ("+np.Reason+")"
+		} else if errors.As(err, &te) {
+			return nil, in.errorf(d.Pos, te.Tag, "%v", err)
 		} else if err != nil {
 			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 		}
@@ -670,6 +674,7 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	"curcpu":    types.VoidPtr, // typed as sched.d's cpuinfo_t * when used
 	// The process's working and root directories, strsize long.
 	"cwd": types.StringT(-1), "root": types.StringT(-1),
 	// The stack's built-ins (codegen/stackvars.go).

@@ -238,6 +238,13 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		}
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: "struct task_struct *", Elem: task}, nil
 	}
+	if e.Name == "curcpu" {
+		ci := in.typedefs["cpuinfo_t"]
+		if ci == nil {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "curcpu: cpuinfo_t is not defined (sched.d)")
+		}
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: "cpuinfo_t *", Elem: ci}, nil
+	}
 	if t, ok := Builtins[e.Name]; ok {
 		if t.Kind == types.String && t.Size < 0 {
 			return types.StringT(in.Opts.StrSize), nil

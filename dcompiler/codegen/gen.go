@@ -343,6 +343,17 @@ func (g *gen) layoutAggs() {
 	}
 }
 
+// cpuInfoMap declares the map curcpu points into, once, and names it.
+func (g *gen) cpuInfoMap() string {
+	if g.out.Maps[CPUInfoMap] == nil {
+		g.out.Maps[CPUInfoMap] = &ebpf.MapSpec{
+			Name: CPUInfoMap, Type: ebpf.PerCPUArray, KeySize: 4,
+			ValueSize: CPUInfoSize, MaxEntries: 1,
+		}
+	}
+	return CPUInfoMap
+}
+
 // maps declares the maps the programs use.
 func (g *gen) maps(stateSize int) {
 	g.out.Maps[StateMap] = &ebpf.MapSpec{
