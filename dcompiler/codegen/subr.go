@@ -383,6 +383,8 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.label(done)
 	case "progenyof":
 		return pg.progenyof(e)
+	case "mutex_owned", "mutex_owner", "mutex_type_adaptive", "mutex_type_spin":
+		return pg.mutexSubr(e)
 	default:
 		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
 	}
