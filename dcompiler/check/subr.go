@@ -54,6 +54,7 @@ var Subroutines = map[string]subr{
 	"inet_ntoa":   {[]argKind{argInt}, 0, "string", "ipaddr_t *"},
 	"inet_ntoa6":  {[]argKind{argPtr, argInt}, 1, "string", "in6_addr_t *, int"},
 	"inet_ntop":   {[]argKind{argInt, argInt}, 0, "string", "int, void *"},
+	"link_ntop":   {[]argKind{argInt, argPtr}, 0, "string", "int, void *"},
 	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
 	// Linux has adaptive mutexes only (DTrace's own answer).
@@ -101,6 +102,8 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 			size = 16
 		case "inet_ntoa6", "inet_ntop":
 			size = 48
+		case "link_ntop":
+			size = 60 // an InfiniBand address: 20 bytes of "xx:"
 		}
 		// No string is longer than strsize.
 		return types.StringT(min(size, in.Opts.StrSize)), nil
@@ -147,13 +150,16 @@ func (in *Info) argCount(e *ast.Call, least, most int) error {
 // pointers: a pointer (or array) to that type or to void, or the
 // constant 0; no other integer.
 func (in *Info) ptrArg(t *types.Type, arg ast.Expr, elem string) bool {
+	if _, lit := Unparen(arg).(*ast.StrLit); t.IsString() && !lit {
+		return elem == "void" // a char array in memory: its address
+	}
 	if t.Kind != types.Pointer && t.Kind != types.Array {
 		return t.IsInt() && in.isZero(arg)
 	}
 	if elem == "in6_addr_t" {
 		elem = "struct in6_addr" // as typeName resolves it
 	}
-	return t.Elem == nil || t.Elem.Kind == types.Void || t.Elem.Name == elem
+	return elem == "void" || t.Elem == nil || t.Elem.Kind == types.Void || t.Elem.Name == elem
 }
 
 // StringArg reports whether an argument of type t may stand for a string,
