@@ -147,8 +147,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
 	}
-	// Address families, as DTrace's net.d library defines them.
-	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
+	// Address families and link types, as DTrace's net.d library
+	// defines them.
+	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10, "ARPHRD_ETHER": 1, "ARPHRD_INFINIBAND": 32} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
 	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}

@@ -771,6 +771,13 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	if agg, ok := AggTarget(e.LHS); ok {
 		return in.aggAssign(e, agg, env)
 	}
+	if r, ok := RefOf(e.LHS); ok && e.Op != "=" && in.Lookup(r) == nil {
+		// x op= y reads x first: as in dtrace, x must be declared or
+		// assigned before (x++ alone may start a variable).
+		if id, isID := Unparen(e.LHS).(*ast.Ident); !isID || !isReserved(id.Name) && in.inlines[id.Name] == nil && ArgIndex(id.Name) < 0 {
+			return nil, in.errorf(r.Pos, "D_VAR_UNDEF", "%s has not yet been declared or assigned", r)
+		}
+	}
 	rt, err := in.TypeOf(e.RHS, env)
 	if err != nil {
 		return nil, err
@@ -1095,7 +1102,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		return types.VoidT, nil
-	case "stop":
+	case "stop", "panic", "breakpoint":
 		in.Destructive = true
 		if len(e.Args) != 0 {
 			return nil, protoLen(0)

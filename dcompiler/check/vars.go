@@ -233,7 +233,8 @@ func (in *Info) predeclare() {
 					return
 				}
 				r, ok := RefOf(a.LHS)
-				if !ok || in.Lookup(r) != nil {
+				// x op= y declares nothing: x must exist already.
+				if !ok || in.Lookup(r) != nil || a.Op != "=" {
 					return
 				}
 				if t, err := in.TypeOf(a.RHS, env); err == nil && t.Kind != types.Void {

@@ -558,6 +558,9 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 			switch call.Fn {
 			case "raise", "stop", "chill", "copyoutstr", "bcopy", "copyinto":
 				return pg.subrInt(call)
+			case "panic", "breakpoint":
+				// Destructive beyond what dstar will do to a kernel.
+				return pg.errorf(call.Pos, "%s( ) is not supported: dstar does not stop or crash the kernel", call.Fn)
 			}
 			return pg.errorf(call.Pos, "%s( ) may not be used in an expression", call.Fn)
 		}
