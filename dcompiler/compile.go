@@ -54,6 +54,8 @@ type Options struct {
 	MaxFrames int
 	// TupleRegs is -x tregs, which bounds a tuple's keys.
 	TupleRegs int
+	// ScratchSize is -x scratchsize (check.Options).
+	ScratchSize int
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
@@ -107,6 +109,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
 		TupleRegs: opts.TupleRegs, OptionProblem: opts.OptionProblem, Version: opts.Version,
+		ScratchSize: opts.ScratchSize,
 	})
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ var options = map[string]optionKind{
 	// Oracle DTrace's other options, and illumos's, that dstar lacks:
 	// refused as unsupported rather than as unknown names.
 	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
-	"pcapsize": optUnsupported, "scratchsize": optUnsupported, "quietresize": optUnsupported,
+	"pcapsize": optUnsupported, "scratchsize": optSize, "quietresize": optUnsupported,
 	"printsize": optSize, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
 	"debugassert": optUnsupported, "kdefs": optUnsupported,
 	"udefs": optUnsupported, "late": optUnsupported,

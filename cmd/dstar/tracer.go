@@ -418,6 +418,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 	uframes, _ := strconv.Atoi(t.opts["ustackframes"])
 	maxframes, _ := strconv.Atoi(t.opts["maxframes"])
 	tregs, _ := strconv.Atoi(t.opts["tregs"])
+	scratch, _ := engine.ParseSize(t.opts["scratchsize"], 0)
 	return dcompiler.Compile(t.files, dcompiler.Options{
 		OnCPU: onCPU, CPU: cpu,
 		Providers: t.reg, Macros: macros, Target: target,
@@ -426,7 +427,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
 		Empty: engine.OptionSet(t.opts, "empty"), PSpec: engine.OptionSet(t.opts, "pspec"),
-		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, LibDirs: t.cfg.libdirs,
+		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, ScratchSize: int(scratch), LibDirs: t.cfg.libdirs,
 		OptionProblem: engine.PragmaOptionProblem, Version: t.opts["version"],
 	})
 }

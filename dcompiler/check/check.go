@@ -37,6 +37,7 @@ type Options struct {
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
+	ScratchSize  int      // -x scratchsize: the bytes alloca( ) may take in a clause (256 when 0)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error

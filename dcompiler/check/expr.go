@@ -309,7 +309,7 @@ func isAction(name string) bool {
 	case "printf", "trace", "exit", "copyinstr", "copyin", "tracemem", "print", "stringof", "speculate", "commit", "discard",
 		"setopt", "freopen", "ftruncate", "stack", "ustack",
 		"sym", "func", "mod", "usym", "ufunc", "umod", "uaddr",
-		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "strtok", "d_path":
+		"system", "raise", "stop", "chill", "copyoutstr", "alloca", "bcopy", "copyinto", "copyout", "strtok", "d_path":
 		return true
 	}
 	_, subr := Subroutines[name]
@@ -1140,6 +1140,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		if len(e.Args) != 2 {
 			return nil, protoLen(2)
 		}
+		if err := in.addrArg(e, 0, argTypes); err != nil {
+			return nil, err
+		}
 		if err := in.scratchSize(e, 1, argTypes); err != nil {
 			return nil, err
 		}
@@ -1174,21 +1177,38 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		return types.VoidPtr, nil
-	case "bcopy", "copyinto":
+	case "bcopy", "copyinto", "copyout":
+		// bcopy(src, dest, size), copyinto(addr, size, dest) and
+		// copyout(buf, addr, size). A size that is not right is a
+		// fault when they run, as in DTrace.
+		if e.Fn == "copyout" {
+			in.Destructive = true
+		}
 		if len(e.Args) != 3 {
 			return nil, protoLen(3)
 		}
-		size := 2 // bcopy(src, dest, size); copyinto(addr, size, dest)
-		if e.Fn == "copyinto" {
-			size = 1
-		}
+		protos := map[string][3]string{
+			"bcopy":    {"void *", "void *", "size_t"},
+			"copyinto": {"uintptr_t", "size_t", "void *"},
+			"copyout":  {"void *", "uintptr_t", "size_t"},
+		}[e.Fn]
 		for i, t := range argTypes {
-			if !t.IsScalar() {
-				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, map[bool]string{true: "size_t", false: "void *"}[i == size], t)
+			ok := t.IsScalar() || t.IsString() && protos[i] == "void *"
+			switch protos[i] {
+			case "size_t":
+				ok = t.IsInt()
+			case "uintptr_t":
+				ok = t.IsScalar() && !t.IsString()
+			}
+			if e.Fn == "copyinto" && i == 2 {
+				ok = t.Kind == types.Pointer // the destination
+			}
+			if !ok {
+				return nil, in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: %s\n\t argument: %s", e.Fn, i+1, protos[i], t)
 			}
 		}
-		if n, ok := in.ConstInt(e.Args[size]); ok && (n <= 0 || n > MaxScratch) {
-			return nil, in.errorf(e.Args[size].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, size+1, MaxScratch)
+		if dest := map[string]int{"bcopy": 1, "copyinto": 2}[e.Fn]; dest > 0 && !mayBeAlloca(e.Args[dest]) {
+			return nil, in.errorf(e.Args[dest].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: alloca pointer\n\t argument: non-alloca pointer", e.Fn, dest+1)
 		}
 		return types.VoidT, nil
 	case "freopen":
@@ -2006,18 +2026,51 @@ func (in *Info) PointerIndex(e *ast.Index, env *Env) *types.Type {
 	return pt.Elem
 }
 
-// MaxScratch bounds the scratch memory copyin( ) and alloca( ) give: a
-// size known only at run time gets this much, and more is a fault.
-const MaxScratch = 1024
+// ScratchSize is the scratchsize option as DTrace keeps it: the bytes
+// alloca( ) and copyin( ) may take in a clause, plus the 8 at offset 0
+// that no allocation gets (an alloca( ) pointer is an offset into this
+// space, and 0 is NULL), rounded up to 8.
+func (in *Info) ScratchSize() int {
+	if in.Opts.ScratchSize > 0 {
+		return (in.Opts.ScratchSize + 8 + 7) &^ 7
+	}
+	return 256 + 8
+}
 
 // scratchSize checks the size argument i of copyin( ) or alloca( ): an
-// integer, and when constant, from 1 to MaxScratch.
+// integer, and when constant, no larger than the scratch space.
 func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 	if !argTypes[i].IsInt() {
 		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: size_t\n\t argument: %s", e.Fn, i+1, argTypes[i])
 	}
-	if n, ok := in.ConstInt(e.Args[i]); ok && (n <= 0 || n > MaxScratch) {
-		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d must be from 1 to %d", e.Fn, i+1, MaxScratch)
+	if n, ok := in.ConstInt(e.Args[i]); ok && uint64(n) > uint64(in.ScratchSize()-8) {
+		return in.errorf(e.Pos, "D_ALLOCA_SIZE", "alloca(%d) size larger than scratchsize %d", uint64(n), in.ScratchSize()-8)
+	}
+	return nil
+}
+
+// mayBeAlloca says whether e may be a pointer alloca( ) gave: it calls
+// alloca( ) or copyin( ), or reads a variable that may hold one. What is
+// neither (a kernel address, a constant) DTrace refuses where only
+// alloca( ) memory will do.
+func mayBeAlloca(e ast.Expr) bool {
+	may := false
+	ast.Inspect(e, func(x ast.Expr) {
+		if c, ok := x.(*ast.Call); ok && (c.Fn == "alloca" || c.Fn == "copyin") {
+			may = true
+		}
+		if _, ok := RefOf(x); ok {
+			may = true
+		}
+	})
+	return may
+}
+
+// addrArg checks that argument i of e is an address (uintptr_t): an
+// integer or a pointer, not a string.
+func (in *Info) addrArg(e *ast.Call, i int, argTypes []*types.Type) error {
+	if t := argTypes[i]; !t.IsScalar() || t.IsString() {
+		return in.errorf(e.Args[i].Start(), "D_PROTO_ARG", "%s( ) argument #%d is incompatible with prototype:\n\tprototype: uintptr_t\n\t argument: %s", e.Fn, i+1, t)
 	}
 	return nil
 }

@@ -421,8 +421,8 @@ type probeGen struct {
 	depth       int // temporaries in use on the stack
 	scratch     int // scratch bytes in use by the current clause
 	scratchUsed int
-	allocas     [][2]int // the current clause's alloca( ) scratch: [start, end)
-	actions     int      // actions so far in the current clause
+	allocaArea  int // state offset of the clause's alloca( ) space (0: none)
+	actions     int // actions so far in the current clause
 	record      *Record
 	recOff      int    // next free byte in the record
 	recMoved    bool   // recWindow has moved regRecord in the current clause
@@ -606,13 +606,16 @@ func (pg *probeGen) genClause(cl *check.Clause) error {
 	pg.clause = cl
 	pg.file = cl.File
 	pg.scratch = 0
-	pg.allocas = nil
+	pg.allocaArea = 0
 	pg.actions = 0
 	end := pg.newLabel("clause_end")
 	pfault := pg.newLabel("pred_fault")
 	pg.fault = pfault
 	if pg.mayExit {
 		pg.exitGate()
+	}
+	if usesAlloca(cl) {
+		pg.allocaSpace()
 	}
 	if cl.Pred != nil {
 		if err := pg.expr(cl.Pred); err != nil {

@@ -198,8 +198,11 @@ func (pg *probeGen) assignStruct(e *ast.Assign) error {
 	} else {
 		pg.memoryPtr(slots+8, t.Size) // an element of a global array
 	}
-	pg.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
+	pg.emit(asm.Mov.Reg(asm.R5, asm.R1))
 	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
+	pg.allocaAddr(asm.R3, asm.R3, asm.R4, t.Size, asm.R2, "")
+	pg.emit(asm.Mov.Reg(asm.R1, asm.R5))
+	pg.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
 	pg.call(asm.FnProbeReadKernel)
 	done := pg.newLabel("struct_copied")
 	pg.emit(asm.JEq.Imm(asm.R0, 0, done))
@@ -221,7 +224,7 @@ func (pg *probeGen) structInto(e ast.Expr, t *types.Type, base asm.Register, off
 	}
 	slot := pg.allocScratch(8)
 	pg.emit(asm.StoreMem(regState, int16(slot), asm.R0, asm.DWord))
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.allocaAddr(asm.R3, asm.R0, asm.R1, t.Size, asm.R2, "")
 	pg.addrOf(asm.R1, base, off)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
 	pg.call(asm.FnProbeReadKernel)
