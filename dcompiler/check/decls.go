@@ -297,22 +297,22 @@ func (in *Info) typeDef(d *ast.Decl) error {
 				return in.errorf(item.Next, "D_UNKNOWN", "failed to define enumerator '%s': Duplicate member or variable name", item.Name)
 			}
 			mine[item.Name] = true
+			// DTrace checks an enumerator when its parser has read the
+			// token after it: the errors are on that token's line.
 			if item.Value != nil {
 				v, ok := in.ConstInt(item.Value)
 				if !ok {
-					return in.errorf(item.Pos, "D_DECL_ENCONST", "enumerator '%s' must be assigned to an integral constant expression", item.Name)
+					return in.errorf(item.Next, "D_DECL_ENCONST", "enumerator '%s' must be assigned to an integral constant expression", item.Name)
 				}
 				next = v
 			}
-			// An enumerator is an int.
-			if next > math.MaxInt32 {
-				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MAX (%d)", item.Name, math.MaxInt32)
-			}
-			if next < math.MinInt32 {
-				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MIN (%d)", item.Name, math.MinInt32)
+			// An enumerator is an int; DTrace names INT_MAX for a value
+			// out of range either way.
+			if next > math.MaxInt32 || next < math.MinInt32 {
+				return in.errorf(item.Next, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MAX (%d)", item.Name, math.MaxInt32)
 			}
 			if in.defined(item.Name) {
-				return in.errorf(item.Pos, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
+				return in.errorf(item.Next, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
 			}
 			in.inlines[item.Name] = &Inline{Name: item.Name, Type: types.IntT, Init: &ast.IntLit{Pos: item.Pos, Val: uint64(next), Text: strconv.FormatInt(next, 10)}}
 			enum.Values = append(enum.Values, btf.EnumValue{Name: item.Name, Value: uint64(next)})

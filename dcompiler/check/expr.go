@@ -180,6 +180,20 @@ func baseTypeWords(name string) bool {
 }
 
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
+	if kind, tag, ok := strings.Cut(tn.Name, " "); ok && strings.Contains(tag, "`") {
+		if _, ok := in.typedefs[tn.Name]; !ok {
+			// A tag scoped to a module: D's (and C's, the
+			// preprocessor's) are the program's own types; any other
+			// module's are the kernel's, whose BTF holds them all.
+			mod, name, _ := strings.Cut(tag, "`")
+			scoped := *tn
+			scoped.Name = kind + " " + name
+			if _, mine := in.typedefs[scoped.Name]; (mod == "D" || mod == "C") && !mine {
+				return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "unknown type %s", tn.Name)
+			}
+			return in.typeName(&scoped)
+		}
+	}
 	t, err := types.Named(tn.Name)
 	if td, ok := in.typedefs[tn.Name]; ok {
 		t, err = td, nil

@@ -72,7 +72,7 @@ type parser struct {
 // than a probe description.
 func (p *parser) startsDecl(word string) bool {
 	switch word {
-	case "self", "this", "inline", "typedef", "static", "extern", "translator":
+	case "self", "this", "inline", "typedef", "static", "extern", "translator", "register", "auto":
 		return true
 	}
 	return typeWords[word] || p.typedefs[word]
@@ -96,6 +96,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 				d.Storage = p.tok.Text
 			}
 			d.Extern = p.tok.Text == "extern"
+		case "register", "auto":
+			// C's storage classes that D has no use for.
+			return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_BADCLASS", "specified storage class not appropriate in D")
 		case "inline":
 			d.Inline = true
 		case "typedef":
@@ -125,6 +128,14 @@ typ:
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
 		return p.typeDef(d)
+	}
+	if p.tok.Is(";") && !isTagName(tn.Name) {
+		// "extern int;": a type and nothing to declare of it. A tag
+		// alone ("struct s;") declares the tag.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_USELESS", "useless declaration")
+	}
+	if p.tok.Kind == lexer.Sym {
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_SCOPE", "D scoping operator may not be used in a declaration name (%s)", p.tok.Text)
 	}
 	if p.tok.Is("(") && !d.Inline {
 		// "int *(*fp)(void);": a pointer to a function.
@@ -604,6 +615,10 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 	if err := p.next(); err != nil { // '{'
 		return nil, err
 	}
+	if p.tok.Is("}") {
+		// D's grammar, as C's, wants one member or enumerator at least.
+		return nil, p.syntaxError()
+	}
 	for !p.tok.Is("}") {
 		if kind == "enum" {
 			if p.tok.Kind != lexer.Ident {
@@ -730,6 +745,12 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 		return nil, err
 	}
 	return def, nil
+}
+
+// isTagName reports whether a type's name is a struct, union or enum tag.
+func isTagName(name string) bool {
+	kind, _, _ := strings.Cut(name, " ")
+	return kind == "struct" || kind == "union" || kind == "enum"
 }
 
 // isType reports whether t starts a type name.
@@ -1531,7 +1552,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			if p.tok.Is("{") {
 				break // an anonymous definition: the caller parses it
 			}
-			if p.tok.Kind != lexer.Ident {
+			// A tag may be scoped to a module ("struct D`s", "struct
+			// vmlinux`task_struct"), which the checker resolves.
+			if p.tok.Kind != lexer.Ident && p.tok.Kind != lexer.Sym {
 				return nil, p.syntaxError()
 			}
 			words = append(words, p.tok.Text)
