@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,10 @@ import (
 
 // version is what -V prints.
 const version = "Oracle D 2.0 (dstar 0.1)"
+
+// init keeps main on the process's main thread, where dtrace fires BEGIN
+// and END: there tid is pid, and curthread the process's leader.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
