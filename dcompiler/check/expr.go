@@ -800,7 +800,7 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 		}
 	}
 	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
-		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) && !in.DeletesStruct(e) ||
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
 		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
 		// As dtrace's dt_node_is_ptrcompat, an integer and a pointer
