@@ -280,6 +280,26 @@ func isActionFunc(name string) bool {
 // InlineOf returns the inline constant called name, or nil.
 func (in *Info) InlineOf(name string) *Inline { return in.inlines[name] }
 
+// constInlineType is the type of a reference to an inline whose value is
+// an integer literal (NULL, an enumerator, "inline long X = 5;"): DTrace
+// puts the literal itself in its place, of the literal's type, not the
+// declared one (so sizeof (NULL) is 4). nil for any other inline.
+func (in *Info) constInlineType(il *Inline) *types.Type {
+	lit, ok := Unparen(il.Init).(*ast.IntLit)
+	if !ok || !il.Type.IsInt() && il.Type.Kind != types.Pointer || strings.HasPrefix(lit.Text, "-") {
+		return nil // (an enumerator's negative value is its enum's)
+	}
+	return literalType(lit)
+}
+
+// InlineType is the type a reference to inline il has.
+func (in *Info) InlineType(il *Inline) *types.Type {
+	if t := in.constInlineType(il); t != nil {
+		return t
+	}
+	return il.Type
+}
+
 // typeDef defines a struct, union or enum the program declares. An enum's
 // items become integer constants; its type is int.
 func (in *Info) typeDef(d *ast.Decl) error {
@@ -322,7 +342,12 @@ func (in *Info) typeDef(d *ast.Decl) error {
 		in.typedefs[full] = &types.Type{Kind: types.Int, Size: 4, Signed: true, Name: full, BTF: enum}
 		return nil
 	}
+	if in.defining == nil {
+		in.defining = map[string]bool{}
+	}
+	in.defining[full] = true
 	t, err := in.layout(def)
+	delete(in.defining, full)
 	if err != nil {
 		return err
 	}

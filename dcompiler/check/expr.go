@@ -240,6 +240,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		if xl := in.xlateOf(e); xl != nil && !env.Decl {
 			return nil, in.errorf(e.Pos, "D_CG_DYN", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
 		}
+		if t := in.constInlineType(il); t != nil {
+			return t, nil
+		}
 		return il.Type, nil
 	}
 	if in.inlineArrays[e.Name] != nil {

@@ -115,7 +115,8 @@ func (in *Info) incomplete(tn *ast.TypeName, name string) error {
 	// A tag not yet defined is a forward declaration, which DTrace's
 	// CTF names as a struct, even a union's.
 	fwd := tn.Name
-	if word == "union" {
+	if word == "union" && !in.defining[tn.Name] {
+		// (A union being defined is one already, only incomplete.)
 		fwd = "struct" + strings.TrimPrefix(fwd, "union")
 	}
 	return in.errorf(tn.Pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", fwd, name)
