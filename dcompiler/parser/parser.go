@@ -59,10 +59,11 @@ type parser struct {
 	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
 	pragmas  []*ast.Pragma   // #pragma D lines, in order
 	controls map[source.Pos]bool
-	typedefs map[string]bool // names typedef has declared
-	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
-	anon     int             // untagged definitions so far
-	macros   []string        // macro variables named so far
+	typedefs map[string]bool       // names typedef has declared
+	pending  []*ast.Decl           // declarations the last one implied ("int x, y;", a typedef of a definition)
+	anon     int                   // untagged definitions so far
+	macros   []string              // macro variables named so far
+	names    map[string]source.Pos // where each name was first met
 	// kernelType says whether a name is a kernel typedef. It is asked only
 	// where a type would stand, since answering loads the kernel's BTF.
 	kernelType func(string) bool
@@ -112,9 +113,11 @@ func (p *parser) decl() (*ast.Decl, error) {
 	}
 typ:
 	var tn *ast.TypeName
-	if class && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && (p.nameOnly() || d.Extern && !p.kernelTypeAt(declShape)) {
+	if (class || d.Typedef) && p.tok.Kind == lexer.Ident && !p.isType(p.tok) &&
+		(p.nameOnly() || (d.Extern || d.Typedef) && !p.kernelTypeAt(declShape)) {
 		// "self x;", "extern x;": a storage class and no type declares
-		// an int, as in C.
+		// an int, as in C; so does "typedef x" (and what follows the
+		// name in "typedef unknown_t x;" is then an error).
 		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
 	} else {
 		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
@@ -860,12 +863,36 @@ func (p *parser) endsPredicate() bool {
 	return false
 }
 
+// firstSeen reports whether t, a name, is one DTrace's lexer would look
+// past: neither a type's, nor a keyword, nor met earlier in the program.
+func (p *parser) firstSeen(t lexer.Token) bool {
+	if typeWords[t.Text] || p.typedefs[t.Text] || declKeywords[t.Text] || exprKeywords[t.Text] {
+		return false
+	}
+	first, ok := p.names[t.Text]
+	return !ok || first >= t.Pos
+}
+
+// exprKeywords are D's keywords that begin an expression or a statement.
+var exprKeywords = map[string]bool{
+	"sizeof": true, "stringof": true, "offsetof": true, "xlate": true, "self": true, "this": true,
+	"if": true, "else": true,
+}
+
 // next advances to the next C-mode token, past control lines.
 func (p *parser) next() error {
 	for {
 		t, err := p.lx.Next()
 		if err != nil {
 			return err
+		}
+		if t.Kind == lexer.Ident {
+			if first, ok := p.names[t.Text]; !ok || t.Pos < first {
+				if p.names == nil {
+					p.names = map[string]source.Pos{}
+				}
+				p.names[t.Text] = t.Pos
+			}
 		}
 		if t.Kind != lexer.Pragma {
 			p.tok = t
@@ -920,6 +947,16 @@ func (p *parser) syntaxError() error {
 	}
 	if p.tok.Kind == lexer.Macro {
 		text = "$" + text
+	}
+	if p.tok.Kind == lexer.Ident && p.firstSeen(p.tok) {
+		// DTrace's lexer looks past a name it has not met before, to
+		// tell a type from a variable, and puts back what it read: in
+		// its message the name runs on to the end of its line.
+		rest := p.f.Text[p.tok.Pos:]
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[:nl]
+		}
+		text = rest
 	}
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
 }
@@ -1512,6 +1549,13 @@ func (p *parser) offsetof() (ast.Expr, error) {
 	return e, p.expect(")")
 }
 
+// declKeywords are D's keywords that stand only at the start of a
+// declaration, never in an expression.
+var declKeywords = map[string]bool{
+	"typedef": true, "inline": true, "extern": true, "static": true, "register": true,
+	"auto": true, "translator": true, "provider": true,
+}
+
 // typeWords are the words that can start a type name.
 var typeWords = map[string]bool{
 	"char": true, "short": true, "int": true, "long": true, "signed": true,
@@ -1725,6 +1769,11 @@ func (p *parser) primary() (ast.Expr, error) {
 	case lexer.String:
 		x = &ast.StrLit{Pos: t.Pos, Val: t.Text}
 	case lexer.Ident:
+		if declKeywords[t.Text] {
+			// One of D's keywords that only begin a declaration
+			// ("typedef" in a clause).
+			return nil, p.syntaxError()
+		}
 		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
 	case lexer.Sym:
 		mod, name, _ := strings.Cut(t.Text, "`")
