@@ -54,6 +54,12 @@ func (in *Info) decls() error {
 			return err
 		}
 		if in.defined(d.Name) {
+			if _, td := in.typedefs[d.Name]; d.Typedef && td {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "typedef redeclared: %s", d.Name)
+			}
+			if d.Typedef {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "global variable identifier redeclared: %s", d.Name)
+			}
 			if d.Inline {
 				return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redefined: %s\n\t current: inline definition\n\tprevious: %s", d.Name, in.idKind(d.Name))
 			}

@@ -62,7 +62,7 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		if !ct.IsScalar() {
-			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: operand must be of scalar type")
+			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: expression must be of scalar type")
 		}
 		t, err := in.TypeOf(e.T, env)
 		if err != nil {
@@ -74,6 +74,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		}
 		if t.IsString() != f.IsString() {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
+		}
+		if isActionCall(e.T) || isActionCall(e.F) {
+			return nil, in.errorf(e.Pos, "D_OP_ACT", "action cannot be used in a conditional context")
 		}
 		if t.Kind == types.Struct || f.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator ?: on struct or union values is not supported yet")
@@ -266,7 +269,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	}
 	if v := in.globals[e.Name]; v != nil {
 		if v.Keys != nil {
-			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
+			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "associative array '%s' may not be referenced as scalar", e.Name)
 		}
 		// A char array reads as the string in it, as in DTrace; any
 		// other array's name is the address of its first element.
@@ -312,6 +315,12 @@ func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
 		}
 	}
 	return nil, nil
+}
+
+// isActionCall reports whether e is a call of one of D's actions.
+func isActionCall(e ast.Expr) bool {
+	call, ok := Unparen(e).(*ast.Call)
+	return ok && isActionFunc(call.Fn)
 }
 
 func isAction(name string) bool {
@@ -639,7 +648,7 @@ func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
 		return nil, err
 	}
 	if !t.IsScalar() {
-		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires an operand of scalar type")
+		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires operand of scalar type")
 	}
 	return t, nil
 }
@@ -1878,6 +1887,11 @@ func PositionalArg(p *providers.Probe, n int) *providers.Arg {
 // offsetOf resolves offsetof(struct X, member).
 func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	t, err := in.typeName(e.Type)
+	if err != nil && in.incomplete(e.Type, "") != nil {
+		// A tag no one defined is an incomplete type to DTrace, no
+		// struct.
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -134,6 +134,14 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		return err
 	}
 	if (v.Keys == nil) != (r.Keys == nil) {
+		if r.Scope == ScopeGlobal {
+			// DTrace's words for a global used as the other kind.
+			have, as := "associative array", "scalar"
+			if v.Keys == nil {
+				have, as = as, have
+			}
+			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s '%s' may not be referenced as %s", have, r.Name, as)
+		}
 		if v.Keys == nil {
 			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is not an array", r)
 		}
