@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,10 @@ import (
 // version is what -V prints: the D API version, as dtrace prints it
 // (scripts test it); -V -v adds dstar's own.
 const version, dstarVersion = "Oracle D 2.0", "dstar 0.1"
+
+// init keeps main on the process's main thread, where dtrace fires BEGIN
+// and END: there tid is pid, and curthread the process's leader.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))

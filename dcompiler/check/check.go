@@ -68,6 +68,7 @@ type Info struct {
 
 	globals  map[string]*Var
 	typedefs map[string]*types.Type
+	defining map[string]bool // the struct and union tags being laid out
 	inlines  map[string]*Inline
 	// inlineArrays are inlines with keys ("inline fileinfo_t fds[int fd]
 	// = ...;"), expanded where they are indexed.
@@ -153,7 +154,8 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10, "ARPHRD_ETHER": 1, "ARPHRD_INFINIBAND": 32} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
-	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
+	// As DTrace's "inline long NULL = 0;".
+	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.LongT, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
 	// The register names uregs[] takes, as DTrace's regs.d defines them.
 	for name, v := range providers.UserRegNames() {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: uint64(v), Text: strconv.Itoa(v)}}

@@ -62,7 +62,7 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		if !ct.IsScalar() {
-			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: operand must be of scalar type")
+			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: expression must be of scalar type")
 		}
 		t, err := in.TypeOf(e.T, env)
 		if err != nil {
@@ -74,6 +74,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		}
 		if t.IsString() != f.IsString() {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
+		}
+		if isActionCall(e.T) || isActionCall(e.F) {
+			return nil, in.errorf(e.Pos, "D_OP_ACT", "action cannot be used in a conditional context")
 		}
 		if t.Kind == types.Struct || f.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator ?: on struct or union values is not supported yet")
@@ -180,6 +183,20 @@ func baseTypeWords(name string) bool {
 }
 
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
+	if kind, tag, ok := strings.Cut(tn.Name, " "); ok && strings.Contains(tag, "`") {
+		if _, ok := in.typedefs[tn.Name]; !ok {
+			// A tag scoped to a module: D's (and C's, the
+			// preprocessor's) are the program's own types; any other
+			// module's are the kernel's, whose BTF holds them all.
+			mod, name, _ := strings.Cut(tag, "`")
+			scoped := *tn
+			scoped.Name = kind + " " + name
+			if _, mine := in.typedefs[scoped.Name]; (mod == "D" || mod == "C") && !mine {
+				return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "unknown type %s", tn.Name)
+			}
+			return in.typeName(&scoped)
+		}
+	}
 	t, err := types.Named(tn.Name)
 	if td, ok := in.typedefs[tn.Name]; ok {
 		t, err = td, nil
@@ -226,6 +243,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		if xl := in.xlateOf(e); xl != nil && !env.Decl {
 			return nil, in.errorf(e.Pos, "D_CG_DYN", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
 		}
+		if t := in.constInlineType(il); t != nil {
+			return t, nil
+		}
 		return il.Type, nil
 	}
 	if in.inlineArrays[e.Name] != nil {
@@ -256,7 +276,7 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 	}
 	if v := in.globals[e.Name]; v != nil {
 		if v.Keys != nil {
-			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
+			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "associative array '%s' may not be referenced as scalar", e.Name)
 		}
 		// A char array reads as the string in it, as in DTrace; any
 		// other array's name is the address of its first element.
@@ -302,6 +322,12 @@ func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
 		}
 	}
 	return nil, nil
+}
+
+// isActionCall reports whether e is a call of one of D's actions.
+func isActionCall(e ast.Expr) bool {
+	call, ok := Unparen(e).(*ast.Call)
+	return ok && isActionFunc(call.Fn)
 }
 
 func isAction(name string) bool {
@@ -629,7 +655,7 @@ func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
 		return nil, err
 	}
 	if !t.IsScalar() {
-		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires an operand of scalar type")
+		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires operand of scalar type")
 	}
 	return t, nil
 }
@@ -800,7 +826,7 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 		}
 	}
 	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
-		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) && !in.DeletesStruct(e) ||
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
 		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
 		// As dtrace's dt_node_is_ptrcompat, an integer and a pointer
@@ -1895,6 +1921,11 @@ func PositionalArg(p *providers.Probe, n int) *providers.Arg {
 // offsetOf resolves offsetof(struct X, member).
 func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	t, err := in.typeName(e.Type)
+	if err != nil && in.incomplete(e.Type, "") != nil {
+		// A tag no one defined is an incomplete type to DTrace, no
+		// struct.
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -167,7 +167,7 @@ func (pg *probeGen) convert(e ast.Expr, t *types.Type) error {
 
 func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 	if il := pg.in.InlineOf(e.Name); il != nil {
-		return pg.convert(il.Init, il.Type)
+		return pg.convert(il.Init, pg.in.InlineType(il))
 	}
 	if n := check.ArgIndex(e.Name); n >= 0 {
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))

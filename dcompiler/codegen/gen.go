@@ -242,12 +242,12 @@ func (g *gen) layoutVars() {
 		g.vars[check.ScopeGlobal][v.Name] = gv
 		g.out.Globals = append(g.out.Globals, gv)
 	}
-	// Zeros for a thread-local struct a thread has not assigned: its
-	// members read from here. Before the arrays, where no pointer
+	// Zeros for a thread-local struct a thread has not assigned (or an
+	// associative array's element not there): its members read from here. Before the arrays, where no pointer
 	// store reaches.
 	g.zeroOff = gl
-	for _, v := range g.in.Threads {
-		if v.Type.Kind == types.Struct {
+	for _, v := range append(g.in.Threads, g.in.Globals...) {
+		if v.Type.Kind == types.Struct && (v.Scope == check.ScopeThread || v.Keys != nil) {
 			g.zeroSize = max(g.zeroSize, align8(v.Type.Size))
 		}
 	}
@@ -292,14 +292,14 @@ func (g *gen) layoutVars() {
 	g.scratchBase = loc
 }
 
-// keyLayout lays out a tuple key: integers as u64, strings in slots of
-// their size rounded to 8.
+// keyLayout lays out a tuple key: integers as u64, strings and structs
+// in slots of their size rounded to 8.
 func keyLayout(ts []*types.Type) ([]Datum, int) {
 	var ds []Datum
 	off := 0
 	for _, k := range ts {
 		size := 8
-		if k.IsString() || k.Kind == types.Stack || k.Kind == types.Sym {
+		if k.IsString() || k.Kind == types.Stack || k.Kind == types.Sym || k.Kind == types.Struct {
 			size = align8(k.Size)
 		}
 		ds = append(ds, Datum{Off: off, Size: size, Type: k})

@@ -66,10 +66,11 @@ type parser struct {
 	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
 	pragmas  []*ast.Pragma   // #pragma D lines, in order
 	controls map[source.Pos]bool
-	typedefs map[string]bool // names typedef has declared
-	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
-	anon     int             // untagged definitions so far
-	macros   []string        // macro variables named so far
+	typedefs map[string]bool       // names typedef has declared
+	pending  []*ast.Decl           // declarations the last one implied ("int x, y;", a typedef of a definition)
+	anon     int                   // untagged definitions so far
+	macros   []string              // macro variables named so far
+	names    map[string]source.Pos // where each name was first met
 	// kernelType says whether a name is a kernel typedef. It is asked only
 	// where a type would stand, since answering loads the kernel's BTF.
 	kernelType func(string) bool
@@ -86,7 +87,7 @@ func (p *parser) startsDecl(word string) bool {
 		word = word[:i]
 	}
 	switch word {
-	case "self", "this", "inline", "typedef", "static", "extern", "translator":
+	case "self", "this", "inline", "typedef", "static", "extern", "translator", "register", "auto":
 		return true
 	}
 	return typeWords[word] || p.typedefs[word]
@@ -123,6 +124,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 				d.Storage = p.tok.Text
 			}
 			d.Extern = p.tok.Text == "extern"
+		case "register", "auto":
+			// C's storage classes that D has no use for.
+			return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_BADCLASS", "specified storage class not appropriate in D")
 		case "inline":
 			d.Inline = true
 		case "typedef":
@@ -136,9 +140,11 @@ func (p *parser) decl() (*ast.Decl, error) {
 	}
 typ:
 	var tn *ast.TypeName
-	if class && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && (p.nameOnly() || d.Extern && !p.kernelTypeAt(declShape)) {
+	if (class || d.Typedef) && p.tok.Kind == lexer.Ident && !p.isType(p.tok) &&
+		(p.nameOnly() || (d.Extern || d.Typedef) && !p.kernelTypeAt(declShape)) {
 		// "self x;", "extern x;": a storage class and no type declares
-		// an int, as in C.
+		// an int, as in C; so does "typedef x" (and what follows the
+		// name in "typedef unknown_t x;" is then an error).
 		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
 	} else {
 		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
@@ -152,6 +158,14 @@ typ:
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
 		return p.typeDef(d)
+	}
+	if p.tok.Is(";") && !isTagName(tn.Name) {
+		// "extern int;": a type and nothing to declare of it. A tag
+		// alone ("struct s;") declares the tag.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_USELESS", "useless declaration")
+	}
+	if p.tok.Kind == lexer.Sym {
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_SCOPE", "D scoping operator may not be used in a declaration name (%s)", p.tok.Text)
 	}
 	if p.tok.Is("(") && !d.Inline {
 		// "int *(*fp)(void);": a pointer to a function.
@@ -631,6 +645,10 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 	if err := p.next(); err != nil { // '{'
 		return nil, err
 	}
+	if p.tok.Is("}") {
+		// D's grammar, as C's, wants one member or enumerator at least.
+		return nil, p.syntaxError()
+	}
 	for !p.tok.Is("}") {
 		if kind == "enum" {
 			if p.tok.Kind != lexer.Ident {
@@ -759,6 +777,12 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 	return def, nil
 }
 
+// isTagName reports whether a type's name is a struct, union or enum tag.
+func isTagName(name string) bool {
+	kind, _, _ := strings.Cut(name, " ")
+	return kind == "struct" || kind == "union" || kind == "enum"
+}
+
 // isType reports whether t starts a type name.
 func (p *parser) isType(t lexer.Token) bool {
 	return t.Kind == lexer.Ident && (typeWords[t.Text] || p.typedefs[t.Text])
@@ -866,12 +890,36 @@ func (p *parser) endsPredicate() bool {
 	return false
 }
 
+// firstSeen reports whether t, a name, is one DTrace's lexer would look
+// past: neither a type's, nor a keyword, nor met earlier in the program.
+func (p *parser) firstSeen(t lexer.Token) bool {
+	if typeWords[t.Text] || p.typedefs[t.Text] || declKeywords[t.Text] || exprKeywords[t.Text] {
+		return false
+	}
+	first, ok := p.names[t.Text]
+	return !ok || first >= t.Pos
+}
+
+// exprKeywords are D's keywords that begin an expression or a statement.
+var exprKeywords = map[string]bool{
+	"sizeof": true, "stringof": true, "offsetof": true, "xlate": true, "self": true, "this": true,
+	"if": true, "else": true,
+}
+
 // next advances to the next C-mode token, past control lines.
 func (p *parser) next() error {
 	for {
 		t, err := p.lx.Next()
 		if err != nil {
 			return err
+		}
+		if t.Kind == lexer.Ident {
+			if first, ok := p.names[t.Text]; !ok || t.Pos < first {
+				if p.names == nil {
+					p.names = map[string]source.Pos{}
+				}
+				p.names[t.Text] = t.Pos
+			}
 		}
 		if t.Kind != lexer.Pragma {
 			p.tok = t
@@ -926,6 +974,16 @@ func (p *parser) syntaxError() error {
 	}
 	if p.tok.Kind == lexer.Macro {
 		text = "$" + text
+	}
+	if p.tok.Kind == lexer.Ident && p.firstSeen(p.tok) {
+		// DTrace's lexer looks past a name it has not met before, to
+		// tell a type from a variable, and puts back what it read: in
+		// its message the name runs on to the end of its line.
+		rest := p.f.Text[p.tok.Pos:]
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[:nl]
+		}
+		text = rest
 	}
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
 }
@@ -1518,6 +1576,13 @@ func (p *parser) offsetof() (ast.Expr, error) {
 	return e, p.expect(")")
 }
 
+// declKeywords are D's keywords that stand only at the start of a
+// declaration, never in an expression.
+var declKeywords = map[string]bool{
+	"typedef": true, "inline": true, "extern": true, "static": true, "register": true,
+	"auto": true, "translator": true, "provider": true,
+}
+
 // typeWords are the words that can start a type name.
 var typeWords = map[string]bool{
 	"char": true, "short": true, "int": true, "long": true, "signed": true,
@@ -1558,7 +1623,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			if p.tok.Is("{") {
 				break // an anonymous definition: the caller parses it
 			}
-			if p.tok.Kind != lexer.Ident {
+			// A tag may be scoped to a module ("struct D`s", "struct
+			// vmlinux`task_struct"), which the checker resolves.
+			if p.tok.Kind != lexer.Ident && p.tok.Kind != lexer.Sym {
 				return nil, p.syntaxError()
 			}
 			words = append(words, p.tok.Text)
@@ -1729,6 +1796,11 @@ func (p *parser) primary() (ast.Expr, error) {
 	case lexer.String:
 		x = &ast.StrLit{Pos: t.Pos, Val: t.Text}
 	case lexer.Ident:
+		if declKeywords[t.Text] {
+			// One of D's keywords that only begin a declaration
+			// ("typedef" in a clause).
+			return nil, p.syntaxError()
+		}
 		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
 	case lexer.Sym:
 		mod, name, _ := strings.Cut(t.Text, "`")
