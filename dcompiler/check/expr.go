@@ -243,7 +243,12 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 			return types.StringT(in.Opts.StrSize), nil
 		}
 		if t.Kind == types.String && t.Size == 0 {
-			return types.StringT(len(ProbeString(e.Name, env.Probe)) + 1), nil
+			// Cut at strsize, as a literal is.
+			n := len(ProbeString(e.Name, env.Probe)) + 1
+			if in.Opts.StrSize > 0 {
+				n = min(n, in.Opts.StrSize)
+			}
+			return types.StringT(n), nil
 		}
 		return t, nil
 	}
@@ -694,6 +699,13 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		}
 		return types.IntT, nil
 	}
+	if StringOffset(e, x, y) {
+		// s + i: the string from its character i on.
+		if x.IsString() {
+			return x, nil
+		}
+		return y, nil
+	}
 	if !x.IsScalar() || !y.IsScalar() {
 		// As DTrace words it: bitwise operators, shifts and % want
 		// integers, the others arithmetic types.
@@ -720,6 +732,19 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 	}
 	return types.Arith(x, y), nil
+}
+
+// StringOffset reports whether e, of operand types x and y, is a string
+// plus or minus an integer, which D types as the string that starts that
+// many characters on.
+func StringOffset(e *ast.Binary, x, y *types.Type) bool {
+	switch e.Op {
+	case "+":
+		return x.IsString() && y.IsInt() || x.IsInt() && y.IsString()
+	case "-":
+		return x.IsString() && y.IsInt()
+	}
+	return false
 }
 
 // ptrIntMix reports whether assigning rhs, of type rt, to a pointer or
@@ -1386,8 +1411,9 @@ func (in *Info) StringIndex(e *ast.Index, env *Env) bool {
 		return false
 	}
 	if r, ok := RefOf(e.X); ok {
+		// x[i], or a[k][i] where a's elements are strings.
 		v := in.Lookup(r)
-		return v != nil && v.Keys == nil && v.Type.IsString()
+		return v != nil && (v.Keys == nil) == (r.Keys == nil) && v.Type.IsString()
 	}
 	if _, ok := Unparen(e.X).(*ast.AggVar); ok {
 		return false
