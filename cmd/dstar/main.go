@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,10 @@ import (
 
 // version is what -V prints.
 const version = "Oracle D 2.0 (dstar 0.1)"
+
+// The main goroutine keeps the process's main thread, so that BEGIN,
+// which runs in the thread that fires it, sees tid == pid, as in dtrace.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))

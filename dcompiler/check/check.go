@@ -144,7 +144,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
-	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
+	// NULL is the int 0 in DTrace (sizeof (NULL) is 4, and printf's %u
+	// takes it), compatible with any pointer as a constant 0 is.
+	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
 	// The register names uregs[] takes, as DTrace's regs.d defines them.
 	for name, v := range providers.UserRegNames() {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: uint64(v), Text: strconv.Itoa(v)}}

@@ -810,7 +810,9 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
+	// A char * may point at a string, as in dtrace.
+	charPtr := lt.Kind == types.Pointer && lt.Elem != nil && lt.Elem.Kind == types.Int && lt.Elem.Size == 1
+	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) && !(charPtr && e.Op == "=") ||
 		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
 		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
@@ -1972,7 +1974,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
+	// An array of structs too, for x->m[i].f and &x->m[i].
+	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() && mt.Elem.Kind != types.Struct {
 		return 0, nil, nil
 	}
 	if len(e.Keys) != 1 {
@@ -1985,7 +1988,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if !kt.IsInt() {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
-	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
+	// A flexible array member (m[]) has no bound to check.
+	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || mt.Len > 0 && int(i) >= mt.Len) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", uint64(i), mt.Len)
 	}
 	return off, mt, nil

@@ -39,6 +39,9 @@ func (pg *probeGen) structAddr(e ast.Expr) error {
 		if v, ix := pg.arrayIndexOf(x); v != nil {
 			return pg.arrayAddr(v, ix.Keys[0], true)
 		}
+		if _, at, _ := pg.in.MemberArray(x, pg.env); at != nil {
+			return pg.memberElemAddr(x)
+		}
 	case *ast.Assign:
 		// (x = y).m and a = b = c: the value assigned is the left's.
 		if err := pg.assign(x); err != nil {
