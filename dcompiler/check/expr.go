@@ -762,7 +762,7 @@ func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
 
 // StringNullCompare reports whether e is a string compared for (in)equality
 // with NULL (or 0), as DTrace allows for a string a subroutine such as
-// strtok returned: dstar's strings are values, and a NULL one is empty.
+// strtok returned (see the codegen's nullString).
 func (in *Info) StringNullCompare(e *ast.Binary) bool {
 	if e.Op != "==" && e.Op != "!=" {
 		return false
