@@ -270,7 +270,12 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 			return types.StringT(in.Opts.StrSize), nil
 		}
 		if t.Kind == types.String && t.Size == 0 {
-			return types.StringT(len(ProbeString(e.Name, env.Probe)) + 1), nil
+			// Cut at strsize, as a literal is.
+			n := len(ProbeString(e.Name, env.Probe)) + 1
+			if in.Opts.StrSize > 0 {
+				n = min(n, in.Opts.StrSize)
+			}
+			return types.StringT(n), nil
 		}
 		return t, nil
 	}
@@ -727,6 +732,13 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		}
 		return types.IntT, nil
 	}
+	if StringOffset(e, x, y) {
+		// s + i: the string from its character i on.
+		if x.IsString() {
+			return x, nil
+		}
+		return y, nil
+	}
 	if !x.IsScalar() || !y.IsScalar() {
 		// As DTrace words it: bitwise operators, shifts and % want
 		// integers, the others arithmetic types.
@@ -755,6 +767,19 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	return types.Arith(x, y), nil
 }
 
+// StringOffset reports whether e, of operand types x and y, is a string
+// plus or minus an integer, which D types as the string that starts that
+// many characters on.
+func StringOffset(e *ast.Binary, x, y *types.Type) bool {
+	switch e.Op {
+	case "+":
+		return x.IsString() && y.IsInt() || x.IsInt() && y.IsString()
+	case "-":
+		return x.IsString() && y.IsInt()
+	}
+	return false
+}
+
 // ptrIntMix reports whether assigning rhs, of type rt, to a pointer or
 // integer of type lt mixes a pointer with an integer other than 0.
 func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
@@ -770,7 +795,7 @@ func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
 
 // StringNullCompare reports whether e is a string compared for (in)equality
 // with NULL (or 0), as DTrace allows for a string a subroutine such as
-// strtok returned: dstar's strings are values, and a NULL one is empty.
+// strtok returned (see the codegen's nullString).
 func (in *Info) StringNullCompare(e *ast.Binary) bool {
 	if e.Op != "==" && e.Op != "!=" {
 		return false
@@ -825,7 +850,9 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
+	// A char * may point at a string, as in dtrace.
+	charPtr := lt.Kind == types.Pointer && lt.Elem != nil && lt.Elem.Kind == types.Int && lt.Elem.Size == 1
+	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) && !(charPtr && e.Op == "=") ||
 		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) && !in.DeletesStruct(e) ||
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
 		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
@@ -1446,8 +1473,9 @@ func (in *Info) StringIndex(e *ast.Index, env *Env) bool {
 		return false
 	}
 	if r, ok := RefOf(e.X); ok {
+		// x[i], or a[k][i] where a's elements are strings.
 		v := in.Lookup(r)
-		return v != nil && v.Keys == nil && v.Type.IsString()
+		return v != nil && (v.Keys == nil) == (r.Keys == nil) && v.Type.IsString()
 	}
 	if _, ok := Unparen(e.X).(*ast.AggVar); ok {
 		return false
@@ -2011,7 +2039,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
+	// An array of structs too, for x->m[i].f and &x->m[i].
+	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() && mt.Elem.Kind != types.Struct {
 		return 0, nil, nil
 	}
 	if len(e.Keys) != 1 {
@@ -2024,7 +2053,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if !kt.IsInt() {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
-	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
+	// A flexible array member (m[]) has no bound to check.
+	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || mt.Len > 0 && int(i) >= mt.Len) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", uint64(i), mt.Len)
 	}
 	return off, mt, nil

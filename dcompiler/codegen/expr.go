@@ -141,7 +141,7 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
-		if _, at, _ := pg.in.MemberArray(e, pg.env); at != nil {
+		if _, at, _ := pg.in.MemberArray(e, pg.env); at != nil && at.Elem.Kind != types.Struct {
 			if err := pg.memberElemAddr(e); err != nil {
 				return err
 			}
@@ -611,6 +611,15 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(v.Type, rt), e); err != nil {
 			return err
 		}
+	} else if rt, err := pg.typeOf(e.RHS); err == nil && rt.IsString() && v.Type.Kind == types.Pointer {
+		// char *p = s: p points at the string, kept in the clause's
+		// scratch as DTrace keeps it in its temporary string space.
+		off, err := pg.strTemp(e.RHS, rt.Size)
+		if err != nil {
+			return err
+		}
+		pg.addrOf(asm.R0, regState, off)
+		pg.pinned++
 	} else if err := pg.expr(e.RHS); err != nil {
 		return err
 	}

@@ -429,6 +429,7 @@ type probeGen struct {
 	fault       string // where a fault in the current clause jumps
 	drop        string // where speculate( ) on no active speculation drops the clause
 	lastLabel   string // made by labelNext
+	pinned      int    // scratch addresses stored in variables so far
 	raised      map[string]bool
 	epid        uint32
 	mayExit     bool              // a clause generated so far on this probe calls exit( )
@@ -844,13 +845,13 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.ExprStmt:
-			mark := pg.scratch
+			mark, pinned := pg.scratch, pg.pinned
 			if err := pg.stmt(s.X); err != nil {
 				return err
 			}
 			// What the statement took from scratch serves the next one,
 			// unless a pointer to it may live on in a variable.
-			if !pointsIntoScratch(s.X) {
+			if !pointsIntoScratch(s.X) && pg.pinned == pinned {
 				pg.releaseScratch(mark)
 			}
 		case *ast.IfStmt:

@@ -39,6 +39,9 @@ func (pg *probeGen) structAddr(e ast.Expr) error {
 		if v, ix := pg.arrayIndexOf(x); v != nil {
 			return pg.arrayAddr(v, ix.Keys[0], true)
 		}
+		if _, at, _ := pg.in.MemberArray(x, pg.env); at != nil {
+			return pg.memberElemAddr(x)
+		}
 		if r, ok := check.RefOf(x); ok {
 			return pg.varAddr(r) // an associative array's element
 		}

@@ -103,8 +103,10 @@ func (pg *probeGen) exitsFallThrough(start int, brk string) {
 	pg.insns = append(pg.insns[:start], out...)
 }
 
-// subrStr generates a string-valued subroutine into base+off.
-func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error {
+// subrStr generates a string-valued subroutine into base+off. The
+// searches return NULL where they find nothing: the NULL marker when
+// nullable, a fault otherwise (see strIntoOrNull).
+func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	switch e.Fn {
 	case "strjoin":
@@ -171,7 +173,9 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		// R0: where it is found, or -1.
 		found, done := pg.newLabel("found"), pg.newLabel("search_done")
 		pg.emit(asm.JSGE.Imm(asm.R0, 0, found))
-		pg.emit(storeImm(base, int16(off), 0, asm.Byte), asm.Ja.Label(done))
+		if pg.nullStr(base, off, size, nullable) {
+			pg.emit(asm.Ja.Label(done))
+		}
 		pg.label(found)
 		pg.addrOf(asm.R3, regState, s)
 		pg.emit(asm.Add.Reg(asm.R3, asm.R0))
@@ -184,7 +188,7 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 	case "inet_ntoa", "inet_ntoa6":
 		return pg.inetNtoa(e, base, off, size)
 	case "strtok":
-		return pg.strtokInto(e, base, off, size)
+		return pg.strtokInto(e, base, off, size, nullable)
 	case "inet_ntop":
 		return pg.inetNtop(e, base, off, size)
 	case "link_ntop":
@@ -991,7 +995,7 @@ func (pg *probeGen) copyout(e *ast.Call) error {
 // NULL s of the string an earlier strtok( ) of the firing started on.
 // The string and the position in it live beside the clause-locals; the
 // delimiters become a 256-bit set.
-func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) error {
+func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	_, isNull := pg.in.ConstInt(e.Args[0])
 	str, pos := pg.strtok, pg.strtok+S
@@ -1069,8 +1073,17 @@ func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) er
 		pg.emit(storeImm(asm.R1, 1, 0, asm.Byte))
 		advance()
 	})
+	// No token left: NULL.
+	got, done := pg.newLabel("tok_got"), pg.newLabel("tok_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(tok), asm.Byte))
+	pg.emit(asm.JNE.Imm(asm.R1, 0, got))
+	if pg.nullStr(base, off, size, nullable) {
+		pg.emit(asm.Ja.Label(done))
+	}
+	pg.label(got)
 	pg.addrOf(asm.R3, regState, tok)
 	pg.copyFrom(base, off, size)
+	pg.label(done)
 	return nil
 }
 
