@@ -46,7 +46,7 @@ func hasHeaderOnlyAction(body []ast.Stmt) bool {
 // clause records nothing. A clause with no statements records the default
 // action: just the probe firing.
 func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
-	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: cl.Index, Size: HdrSize}
+	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: pg.stmtNum, Size: HdrSize}
 	recording := len(cl.Body) == 0
 	for i, s := range cl.Body {
 		es, ok := s.(*ast.ExprStmt)
