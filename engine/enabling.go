@@ -43,6 +43,10 @@ type Enabling struct {
 	aggDrops []uint64
 	dynDrops uint64       // all CPUs, last reported
 	last     *AggSnapshot // aggregations as read when disabled
+	// rated is the aggregations as last read under -x aggrate, at
+	// ratedAt: printa( ) in a clause prints them, as dtrace does.
+	rated   *AggSnapshot
+	ratedAt time.Time
 
 	printed map[string]bool   // aggregations printed by printa
 	normal  map[string]uint64 // normalize() divisors
@@ -301,15 +305,47 @@ func (e *Enabling) consume() {
 		default:
 		}
 		e.rd.SetDeadline(time.Now().Add(e.s.opts.SwitchRate))
+		e.readAggRate(0)
 		for {
 			err := e.rd.ReadInto(&rec)
 			if err != nil {
 				break
 			}
+			e.readAggRate(e.s.opts.SwitchRate)
 			e.handle(rec.RawSample)
 		}
 		e.reportDrops()
 	}
+}
+
+// readAggRate reads the aggregations when -x aggrate's period has passed
+// since they were last read, as dtrace's consumer does when it wakes, at
+// most every switchrate. A record is read as it comes, not at the next
+// wake: ahead is how far that wake may be, and a read due by then is
+// made now, before the record is handled, as dtrace would have.
+func (e *Enabling) readAggRate(ahead time.Duration) {
+	r := e.s.opts.AggRate
+	if r <= 0 {
+		return
+	}
+	if e.ratedAt.IsZero() {
+		// The first read is at the consumer's first wake; printa( )
+		// before it prints the aggregations as they are.
+		e.ratedAt = time.Now().Add(e.s.opts.SwitchRate - r)
+	}
+	if time.Since(e.ratedAt)+ahead < r {
+		return
+	}
+	if snap, err := e.Snapshot(); err == nil {
+		e.rated, e.ratedAt = snap, time.Now()
+	}
+}
+
+// reading says tracing runs: not yet disabled or closed.
+func (e *Enabling) reading() bool {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	return !e.disabled && !e.closed
 }
 
 // drain handles every record already in the ring buffer.

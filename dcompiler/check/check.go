@@ -37,6 +37,7 @@ type Options struct {
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
+	ScratchSize  int      // -x scratchsize: the bytes alloca( ) may take in a clause (256 when 0)
 	// OptionProblem, when set, validates a #pragma D option's name and
 	// value (nil when valid), reported at the pragma.
 	OptionProblem func(name, value string) error
@@ -71,6 +72,7 @@ type Info struct {
 
 	globals  map[string]*Var
 	typedefs map[string]*types.Type
+	defining map[string]bool // the struct and union tags being laid out
 	inlines  map[string]*Inline
 	// inlineArrays are inlines with keys ("inline fileinfo_t fds[int fd]
 	// = ...;"), expanded where they are indexed.
@@ -153,11 +155,13 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
 	}
-	// Address families, as DTrace's net.d library defines them.
-	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
+	// Address families and link types, as DTrace's net.d library
+	// defines them.
+	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10, "ARPHRD_ETHER": 1, "ARPHRD_INFINIBAND": 32} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
-	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
+	// As DTrace's "inline long NULL = 0;".
+	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.LongT, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
 	// The register names uregs[] takes, as DTrace's regs.d defines them.
 	for name, v := range providers.UserRegNames() {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: uint64(v), Text: strconv.Itoa(v)}}
@@ -440,6 +444,14 @@ func (in *Info) clause(cl *Clause) error {
 		envs = append(envs, &Env{})
 	}
 	for _, env := range envs {
+		// The body first, as DTrace cooks it: a variable the clause's
+		// body creates may be read in its predicate. When the body reads
+		// a variable that only the predicate creates, the predicate
+		// goes first and the body is checked again.
+		bodyErr := in.stmts(cl.Body, env)
+		if bodyErr != nil && (cl.Pred == nil || !undefinedVar(bodyErr)) {
+			return inRegion(bodyErr, "action list")
+		}
 		if cl.Pred != nil {
 			t, err := in.TypeOf(cl.Pred, env)
 			// An array's name is its address elsewhere, but an array
@@ -459,11 +471,19 @@ func (in *Info) clause(cl *Clause) error {
 				return inRegion(err, "predicate")
 			}
 		}
-		if err := in.stmts(cl.Body, env); err != nil {
-			return inRegion(err, "action list")
+		if bodyErr != nil {
+			if err := in.stmts(cl.Body, env); err != nil {
+				return inRegion(err, "action list")
+			}
 		}
 	}
 	return nil
+}
+
+// undefinedVar says err is DTrace's error for a variable not yet known.
+func undefinedVar(err error) bool {
+	var e *source.Error
+	return errors.As(err, &e) && (e.Tag == "D_IDENT_UNDEF" || e.Tag == "D_VAR_UNDEF")
 }
 
 // Clause flags: what a clause's actions so far have done, in the order

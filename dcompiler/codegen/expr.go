@@ -141,7 +141,7 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		if r, ok := check.RefOf(e); ok {
 			return pg.loadRef(r)
 		}
-		if _, at, _ := pg.in.MemberArray(e, pg.env); at != nil {
+		if _, at, _ := pg.in.MemberArray(e, pg.env); at != nil && at.Elem.Kind != types.Struct {
 			if err := pg.memberElemAddr(e); err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func (pg *probeGen) convert(e ast.Expr, t *types.Type) error {
 
 func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 	if il := pg.in.InlineOf(e.Name); il != nil {
-		return pg.convert(il.Init, il.Type)
+		return pg.convert(il.Init, pg.in.InlineType(il))
 	}
 	if n := check.ArgIndex(e.Name); n >= 0 {
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
@@ -558,6 +558,9 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 			switch call.Fn {
 			case "raise", "stop", "chill", "copyoutstr", "bcopy", "copyinto":
 				return pg.subrInt(call)
+			case "panic", "breakpoint":
+				// Destructive beyond what dstar will do to a kernel.
+				return pg.errorf(call.Pos, "%s( ) is not supported: dstar does not stop or crash the kernel", call.Fn)
 			}
 			return pg.errorf(call.Pos, "%s( ) may not be used in an expression", call.Fn)
 		}
@@ -608,6 +611,15 @@ func (pg *probeGen) assign(e *ast.Assign) error {
 		if err := pg.arith(e.Op[:len(e.Op)-1], types.Arith(v.Type, rt), e); err != nil {
 			return err
 		}
+	} else if rt, err := pg.typeOf(e.RHS); err == nil && rt.IsString() && v.Type.Kind == types.Pointer {
+		// char *p = s: p points at the string, kept in the clause's
+		// scratch as DTrace keeps it in its temporary string space.
+		off, err := pg.strTemp(e.RHS, rt.Size)
+		if err != nil {
+			return err
+		}
+		pg.addrOf(asm.R0, regState, off)
+		pg.pinned++
 	} else if err := pg.expr(e.RHS); err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ const (
 	FaultIllOp     = 3
 	FaultDivZero   = 4
 	FaultNoScratch = 5
+	FaultBadSize   = 10
 	FaultBadIndex  = 11 // Oracle's: an array index out of bounds
 )
 
