@@ -268,9 +268,9 @@ func (e *Enabling) clauseOfEPID(epid uint32) (*providers.Probe, int) {
 	}
 	n := uint32(1)
 	for _, p := range e.Prog.Info.Probes {
-		for _, cl := range e.Prog.Info.ClausesOf[p.ID] {
+		for _, stmt := range e.Prog.Info.StmtsOf[p.ID] {
 			if n == epid {
-				return p, cl.Index
+				return p, stmt
 			}
 			n++
 		}

@@ -14,7 +14,7 @@ import (
 func (s *Session) outputAction(kind codegen.ActionKind, vals []printf.Value) error {
 	switch kind {
 	case codegen.ActSetopt:
-		name, val := vals[0].Str, ""
+		name, val := vals[0].Str, "1" // setopt(name) turns name on
 		if len(vals) > 1 {
 			val = vals[1].Str
 		}
@@ -37,7 +37,7 @@ func (s *Session) outputAction(kind codegen.ActionKind, vals []printf.Value) err
 
 // setopt changes an option while tracing, as far as it can change then.
 func (s *Session) setopt(name, val string) error {
-	if err := CheckOption(name, val); err != nil {
+	if err := OptionProblem(name, val); err != nil {
 		return fmt.Errorf("couldn't set option \"%s\" to \"%s\": %v", name, val, err)
 	}
 	on := val != "0" && val != "false"
@@ -62,7 +62,7 @@ func (s *Session) setopt(name, val string) error {
 	case "stackfmt":
 		s.opts.Folded = val == "folded"
 	default:
-		return fmt.Errorf("couldn't set option \"%s\": it cannot change while tracing", name)
+		return fmt.Errorf("couldn't set option \"%s\" to \"%s\": Operation illegal when tracing is active", name, val)
 	}
 	return nil
 }

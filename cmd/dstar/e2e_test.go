@@ -72,6 +72,17 @@ func TestHelloWorld(t *testing.T) {
 	}
 }
 
+// TestActionRecordsFiring: a clause with an action that records no data
+// (chill, raise, stop) still records its firing, as in DTrace, while one
+// of assignments only does not.
+func TestActionRecordsFiring(t *testing.T) {
+	bpftest.Require(t)
+	r := dstar(t, 20*time.Second, "-w", "-n", `BEGIN { chill(1); } BEGIN { x = 1; } BEGIN { exit(0); }`)
+	if n := len(regexp.MustCompile(`(?m)^ +\d+ +1 +:BEGIN $`).FindAllString(r.stdout, -1)); r.code != 0 || n != 2 {
+		t.Errorf("exit %d, %d BEGIN lines, want 2; stdout:\n%s", r.code, n, r.stdout)
+	}
+}
+
 func TestQuietAndExitStatus(t *testing.T) {
 	bpftest.Require(t)
 	r := dstar(t, 20*time.Second, "-q", "-n", `BEGIN { printf("%d %s|%5d|%-4x|\n", 1 + 2 * 3, "s", -3, 255); exit(3); }`)

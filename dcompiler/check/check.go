@@ -60,6 +60,10 @@ type Info struct {
 	Locals    []*Var // this-> variables
 	Aggs      []*Agg
 	Options   map[string]string // from #pragma D option
+	// StmtsOf numbers, per probe ID, each entry of ClausesOf as DTrace
+	// numbers its statements (dt_clause_N): one per description of each
+	// clause, in program order.
+	StmtsOf map[int][]int
 	// Destructive says the program uses destructive actions (system,
 	// raise, stop, chill, copyoutstr): dtrace(1) enables it only with -w.
 	Destructive bool
@@ -96,8 +100,9 @@ type Clause struct {
 	// Matched counts the probes each description matched, summed over
 	// the descriptions, as dtrace's "matched N probes" does.
 	Matched int
-	// times counts, per probe ID, the descriptions that matched it.
-	times map[int]int
+	// stmts lists, per probe ID, the statement numbers of the clause's
+	// descriptions that matched it.
+	stmts map[int][]int
 }
 
 // Var is a variable: a global, an associative array (Keys not nil), a
@@ -141,6 +146,7 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	in := &Info{
 		Prog: prog, Opts: opts,
 		ClausesOf: map[int][]*Clause{},
+		StmtsOf:   map[int][]int{},
 		Options:   map[string]string{},
 		globals:   map[string]*Var{},
 		typedefs:  map[string]*types.Type{},
@@ -173,8 +179,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		return nil, err
 	}
 	seen := map[int]bool{}
+	stmt := 0
 	for i, c := range prog.Clauses {
-		cl := &Clause{Clause: c, Index: i, times: map[int]int{}}
+		cl := &Clause{Clause: c, Index: i, stmts: map[int][]int{}}
 		in.file = c.File
 		for _, d := range c.Descs {
 			probes, err := in.match(d)
@@ -183,10 +190,11 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			}
 			cl.Matched += len(probes)
 			for _, p := range probes {
-				if cl.times[p.ID]++; cl.times[p.ID] == 1 {
+				if cl.stmts[p.ID] = append(cl.stmts[p.ID], stmt); len(cl.stmts[p.ID]) == 1 {
 					cl.Probes = append(cl.Probes, p)
 				}
 			}
+			stmt++
 		}
 		in.Clauses = append(in.Clauses, cl)
 		for _, p := range cl.Probes {
@@ -194,8 +202,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 				seen[p.ID] = true
 				in.Probes = append(in.Probes, p)
 			}
-			for range cl.times[p.ID] {
+			for _, n := range cl.stmts[p.ID] {
 				in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+				in.StmtsOf[p.ID] = append(in.StmtsOf[p.ID], n)
 			}
 		}
 	}

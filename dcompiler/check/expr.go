@@ -258,6 +258,10 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		}
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: "struct task_struct *", Elem: task}, nil
 	}
+	if e.Name == "args" || e.Name == "uregs" {
+		// The built-in arrays are only ever indexed.
+		return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "array '%s' may not be referenced as scalar", e.Name)
+	}
 	if e.Name == "curcpu" {
 		ci := in.typedefs["cpuinfo_t"]
 		if ci == nil {
@@ -1900,7 +1904,11 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	}
 	n, ok := in.ConstInt(e.Keys[0])
 	if !ok {
-		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index of args[ ] must be a constant integer")
+		kt, err := in.TypeOf(e.Keys[0], env)
+		if err != nil {
+			return nil, err
+		}
+		return nil, in.errorf(e.Keys[0].Start(), "D_PROTO_ARG", "args[ ] argument #1 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: %s", kt)
 	}
 	if n < 0 || n >= 10 {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args[ ]", n)
@@ -1935,7 +1943,7 @@ func typedArgs(p *providers.Probe) bool {
 }
 
 // fixedArgs are the providers whose probes declare all their args[].
-var fixedArgs = map[string]bool{"syscall": true, "proc": true, "sched": true, "io": true}
+var fixedArgs = map[string]bool{"syscall": true, "proc": true, "sched": true, "io": true, "dtrace": true}
 
 // PositionalArg returns probe p's Nth positional argument, if it declares
 // its arguments by position (as syscall probes do).

@@ -27,11 +27,26 @@ func isRecording(call *ast.Call) bool {
 	return check.AggActions[call.Fn]
 }
 
+// hasHeaderOnlyAction reports whether a clause calls one of the actions
+// that record no data but, being actions, make the clause record its
+// firing all the same (the probe line, unless quiet), as in DTrace: raise,
+// stop, chill. Where in the clause they are does not matter: a record
+// with no data is the same whichever way the clause goes.
+func hasHeaderOnlyAction(body []ast.Stmt) bool {
+	found := false
+	ast.InspectStmts(body, func(e ast.Expr) {
+		if c, ok := e.(*ast.Call); ok && (c.Fn == "raise" || c.Fn == "stop" || c.Fn == "chill") {
+			found = true
+		}
+	})
+	return found
+}
+
 // layoutRecord lays out the record a clause writes, or returns nil when the
 // clause records nothing. A clause with no statements records the default
 // action: just the probe firing.
 func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
-	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: cl.Index, Size: HdrSize}
+	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: pg.stmtNum, Size: HdrSize}
 	recording := len(cl.Body) == 0
 	for i, s := range cl.Body {
 		es, ok := s.(*ast.ExprStmt)
@@ -150,7 +165,7 @@ func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
 		}
 		rec.Actions = append(rec.Actions, act)
 	}
-	if !recording {
+	if !recording && !hasHeaderOnlyAction(cl.Body) {
 		return nil, nil
 	}
 	pg.out.Records[rec.EPID] = rec

@@ -417,6 +417,7 @@ type probeGen struct {
 	emitter
 	probe       *providers.Probe
 	clause      *check.Clause
+	stmtNum     int // the clause's statement number, as DTrace's dt_clause_N
 	env         *check.Env
 	depth       int // temporaries in use on the stack
 	scratch     int // scratch bytes in use by the current clause
@@ -542,9 +543,10 @@ func (pg *probeGen) section(pr *providers.Probe, filtered bool, epid *uint32) er
 	if pg.tstamp != 0 {
 		pg.emit(storeImm(regState, int16(pg.tstamp), 0, asm.DWord))
 	}
-	for _, cl := range pg.in.ClausesOf[pr.ID] {
+	for i, cl := range pg.in.ClausesOf[pr.ID] {
 		pg.epid = *epid
 		*epid++
+		pg.stmtNum = pg.in.StmtsOf[pr.ID][i]
 		if err := pg.genClause(cl); err != nil {
 			return err
 		}

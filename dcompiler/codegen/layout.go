@@ -159,7 +159,7 @@ type Action struct {
 type Record struct {
 	EPID    uint32
 	Probe   *providers.Probe
-	Clause  int
+	Clause  int // the statement number, as DTrace's dt_clause_N
 	Size    int
 	Actions []Action
 }
