@@ -270,7 +270,7 @@ func (e *Enabling) clauseOfEPID(epid uint32) (*providers.Probe, int) {
 	for _, p := range e.Prog.Info.Probes {
 		for _, cl := range e.Prog.Info.ClausesOf[p.ID] {
 			if n == epid {
-				return p, cl.Index
+				return p, cl.Number(p)
 			}
 			n++
 		}

@@ -89,6 +89,21 @@ type Clause struct {
 	*ast.Clause
 	Index  int
 	Probes []*providers.Probe
+	// Stmt is, by probe ID, the clause's number as dtrace counts them
+	// (dt_clause_N): one per probe description of each clause, in order,
+	// the first description a probe matches naming it.
+	Stmt map[uint32]int
+}
+
+// Number is the clause's number for probe p as dtrace's messages give
+// it (dt_clause_N).
+func (c *Clause) Number(p *providers.Probe) int {
+	if p != nil {
+		if n, ok := c.Stmt[uint32(p.ID)]; ok {
+			return n
+		}
+	}
+	return c.Index
 }
 
 // Var is a variable: a global, an associative array (Keys not nil), a
@@ -164,10 +179,11 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		return nil, err
 	}
 	seen := map[int]bool{}
+	stmt := 0
 	for i, c := range prog.Clauses {
-		cl := &Clause{Clause: c, Index: i}
+		cl := &Clause{Clause: c, Index: i, Stmt: map[uint32]int{}}
 		in.file = c.File
-		for _, d := range c.Descs {
+		for j, d := range c.Descs {
 			probes, err := in.match(d)
 			if err != nil {
 				return nil, err
@@ -175,9 +191,11 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			for _, p := range probes {
 				if !containsProbe(cl.Probes, p) {
 					cl.Probes = append(cl.Probes, p)
+					cl.Stmt[uint32(p.ID)] = stmt + j
 				}
 			}
 		}
+		stmt += len(c.Descs)
 		in.Clauses = append(in.Clauses, cl)
 		for _, p := range cl.Probes {
 			if !seen[p.ID] {

@@ -31,7 +31,7 @@ func isRecording(call *ast.Call) bool {
 // clause records nothing. A clause with no statements records the default
 // action: just the probe firing.
 func (pg *probeGen) layoutRecord(cl *check.Clause) (*Record, error) {
-	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: cl.Index, Size: HdrSize}
+	rec := &Record{EPID: pg.epid, Probe: pg.probe, Clause: cl.Number(pg.probe), Size: HdrSize}
 	recording := len(cl.Body) == 0
 	for i, s := range cl.Body {
 		es, ok := s.(*ast.ExprStmt)
