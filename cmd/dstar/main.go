@@ -16,11 +16,12 @@ import (
 	"github.com/dstar-trace/dstar/engine/output"
 )
 
-// version is what -V prints.
-const version = "Oracle D 2.0 (dstar 0.1)"
+// version is what -V prints: the D API version, as dtrace prints it
+// (scripts test it); -V -v adds dstar's own.
+const version, dstarVersion = "Oracle D 2.0", "dstar 0.1"
 
-// The main goroutine keeps the process's main thread, so that BEGIN,
-// which runs in the thread that fires it, sees tid == pid, as in dtrace.
+// init keeps main on the process's main thread, where dtrace fires BEGIN
+// and END: there tid is pid, and curthread the process's leader.
 func init() { runtime.LockOSThread() }
 
 func main() {
@@ -215,6 +216,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == errVersion:
 		fmt.Fprintf(stdout, "%s: %s\n", prog, version)
+		if c != nil && c.verbose {
+			fmt.Fprintf(stdout, "%s: %s\n", prog, dstarVersion)
+		}
 		return exitOK
 	case err == errHelp:
 		usage(stdout, prog)

@@ -86,12 +86,19 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 			if t.IsString() {
 				return pg.strInto(e.X, base, off, size)
 			}
-			if err := pg.expr(e.X); err != nil {
-				return err
-			}
-			pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
-			pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
-			return nil
+			return pg.pointedString(e.X, base, off, size)
+		}
+	case *ast.Cast:
+		// (string)p: the string at p, as stringof(p).
+		t, err := pg.typeOf(e.X)
+		if err != nil {
+			return err
+		}
+		if t.IsString() {
+			return pg.strInto(e.X, base, off, size)
+		}
+		if t.IsScalar() {
+			return pg.pointedString(e.X, base, off, size)
 		}
 	case *ast.Member:
 		if r, ok := check.RefOf(e); ok {
@@ -257,7 +264,7 @@ func (pg *probeGen) pointedString(e ast.Expr, base asm.Register, off, size int) 
 		return pg.errorf(e.Start(), "%v", err)
 	}
 	defer func() { pg.depth-- }()
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.allocaAddr(asm.R3, asm.R0, asm.R1, 1, asm.R2, "")
 	pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
 	pg.emit(asm.JSGT.Imm(asm.R0, 0, pg.labelNext("str_read")))
 	pg.emit(asm.LoadMem(asm.R1, asm.RFP, addr, asm.DWord))

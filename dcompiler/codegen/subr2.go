@@ -4,6 +4,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // substr(s, i[, n]) as DTrace defines it: a negative i counts from the
@@ -393,5 +394,37 @@ func (pg *probeGen) stringIndex(e *ast.Index) error {
 	pg.label(past)
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
 	pg.label(done)
+	return nil
+}
+
+// mutexSubr generates mutex_owned( ), mutex_owner( ) and
+// mutex_type_adaptive( )/mutex_type_spin( ). A kernel mutex's owner word
+// is the owning task with flags in its low 3 bits; every Linux mutex is
+// adaptive.
+func (pg *probeGen) mutexSubr(e *ast.Call) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	switch e.Fn {
+	case "mutex_type_adaptive", "mutex_type_spin":
+		pg.emit(asm.Mov.Imm(asm.R0, map[bool]int32{true: 1}[e.Fn == "mutex_type_adaptive"]))
+		return nil
+	}
+	offs, _, err := structOffsets("mutex", []string{"owner"})
+	if err != nil {
+		return pg.errorf(e.Pos, "%s( ) needs kernel BTF: %v", e.Fn, err)
+	}
+	if offs[0] != 0 {
+		pg.emit(asm.Add.Imm(asm.R0, int32(offs[0])))
+	}
+	if err := pg.readKernel(types.Uint64T); err != nil {
+		return err
+	}
+	pg.emit(asm.And.Imm(asm.R0, ^7))
+	if e.Fn == "mutex_owned" {
+		owned := pg.newLabel("mutex_owned")
+		pg.emit(asm.JEq.Imm(asm.R0, 0, owned), asm.Mov.Imm(asm.R0, 1))
+		pg.label(owned)
+	}
 	return nil
 }

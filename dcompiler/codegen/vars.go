@@ -5,6 +5,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // varOf returns the layout of the variable r names.
@@ -30,6 +31,14 @@ func (pg *probeGen) elemKey(v *Var, r check.VarRef) (int, error) {
 		if d.Type.IsString() {
 			pg.zero(regState, off+d.Off, d.Size)
 			if err := pg.strInto(k, regState, off+d.Off, d.Type.Size); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if d.Type.Kind == types.Struct {
+			// A struct is its bytes, as DTrace compares keys.
+			pg.zero(regState, off+d.Off, d.Size)
+			if err := pg.structInto(k, d.Type, regState, off+d.Off); err != nil {
 				return 0, err
 			}
 			continue
