@@ -317,6 +317,10 @@ func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
 	return nil, nil
 }
 
+// MaxTracemem bounds tracemem( )'s bytes, which its record holds: a
+// struct of a few kernel structs fits.
+const MaxTracemem = 4096
+
 // isActionCall reports whether e is a call of one of D's actions.
 func isActionCall(e ast.Expr) bool {
 	call, ok := Unparen(e).(*ast.Call)
@@ -1268,9 +1272,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a non-zero positive integral constant expression")
-		} else if n > 1024 {
+		} else if n > MaxTracemem {
 			// dstar's limit: the record holds the bytes.
-			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most 1024")
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most %d", MaxTracemem)
 		}
 		return types.VoidT, nil
 	case PathFn:

@@ -681,6 +681,20 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				return nil, err
 			}
 		}
+		if p.tok.Is("(") {
+			// "int (*fp)();", "int (*afp[2])();": a pointer to a
+			// function (or an array of them), which D holds as a
+			// void *.
+			m, err := p.funcPtrMember(mt)
+			if err != nil {
+				return nil, err
+			}
+			def.Members = append(def.Members, m)
+			if err := p.expect(";"); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
@@ -748,6 +762,51 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 		return nil, err
 	}
 	return def, nil
+}
+
+// funcPtrMember parses a member "(*name)(params)" or "(*name[N])(params)"
+// of a struct or union, the current token being its "(".
+func (p *parser) funcPtrMember(mt *ast.TypeName) (*ast.Member2, error) {
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("*") {
+		return nil, p.syntaxError()
+	}
+	for p.tok.Is("*") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	m := &ast.Member2{Pos: p.tok.Pos, Name: p.tok.Text, Type: &ast.TypeName{Pos: mt.Pos, Name: "void", Ptr: 1}}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Is("[") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Int || p.tok.Val == 0 || p.tok.Val > 1<<20 {
+			return nil, p.syntaxError()
+		}
+		m.Len = int(p.tok.Val)
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if err := p.expect("]"); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("(") {
+		return nil, p.syntaxError()
+	}
+	return m, p.params()
 }
 
 // isTagName reports whether a type's name is a struct, union or enum tag.
