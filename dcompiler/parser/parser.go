@@ -1049,6 +1049,16 @@ func (p *parser) nesting(off int) (parens, bracks int) {
 	return parens, bracks
 }
 
+// lookahead is where DTrace's lexer is when its parser reduces what was
+// just parsed: at the current token, or past the space after a '/' that
+// closes a predicate.
+func (p *parser) lookahead() source.Pos {
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		return p.afterSpace(p.tok.End)
+	}
+	return p.tok.Pos
+}
+
 // afterSpace returns the offset of the first byte at or after off that is
 // not white space: where DTrace's lexer is once it has looked past a '/'.
 func (p *parser) afterSpace(off source.Pos) source.Pos {
@@ -1481,7 +1491,7 @@ func (p *parser) binary(level int) (ast.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &ast.Binary{Pos: pos, Op: op, X: x, Y: y}
+		x = &ast.Binary{Pos: pos, Op: op, X: x, Y: y, Next: p.lookahead()}
 	}
 	return x, nil
 }
@@ -1526,7 +1536,7 @@ func (p *parser) unary() (ast.Expr, error) {
 				if err != nil {
 					return nil, err
 				}
-				return &ast.Cast{Pos: t.Pos, Type: tn, X: x}, nil
+				return &ast.Cast{Pos: t.Pos, Type: tn, X: x, Next: p.lookahead()}, nil
 			}
 			p.lx.Reset(save)
 			p.tok = t
