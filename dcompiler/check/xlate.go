@@ -68,7 +68,11 @@ const maxXlateDepth = 8
 // types them.
 func (in *Info) translatorDecl(d *ast.Decl) error {
 	x := d.Xlator
-	for _, tr := range in.xlators[spell(x.Out)] {
+	key := spell(x.Out)
+	if out, err := in.typeName(x.Out); err == nil {
+		key = out.Name // as they are kept: lwpsinfo_t is struct lwpsinfo
+	}
+	for _, tr := range in.xlators[key] {
 		if spell(tr.decl.In) == spell(x.In) {
 			return in.errorf(x.End, "D_XLATE_REDECL", "translator from %s to %s has already been declared", spell(x.In), spell(x.Out))
 		}
