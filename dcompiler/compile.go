@@ -43,16 +43,19 @@ type Options struct {
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
 	Empty       bool // -x empty: a file may hold no clause or declaration
+	PSpec       bool // -x pspec: "int*" at top level is a probe description
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
 	// -x stackframes and ustackframes: the default depths of stack( )
-	// and ustack( ) (20 when 0).
+	// and ustack( ) (20 and 100 when 0).
 	StackFrames, UStackFrames int
 	// MaxFrames is -x maxframes: the deepest any stack is (when not 0).
 	MaxFrames int
 	// TupleRegs is -x tregs, which bounds a tuple's keys.
 	TupleRegs int
+	// ScratchSize is -x scratchsize (check.Options).
+	ScratchSize int
 	// LibDirs are -L directories: their .d files, in name order, join the
 	// D library every program is compiled with.
 	LibDirs []string
@@ -79,7 +82,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	}
 	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
-		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
+		t, err := parser.ParseFile(f, typedefs, kernelTypedef, opts.PSpec && i >= len(lib))
 		if err != nil {
 			return nil, declaredFirst(tree, t, err, opts)
 		}
@@ -106,6 +109,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 		Destructive: opts.Destructive, DefaultArgs: opts.DefaultArgs,
 		ArgRef: opts.ArgRef, StackFrames: opts.StackFrames, UStackFrames: opts.UStackFrames, MaxFrames: opts.MaxFrames,
 		TupleRegs: opts.TupleRegs, OptionProblem: opts.OptionProblem, Version: opts.Version,
+		ScratchSize: opts.ScratchSize,
 	})
 	if err != nil {
 		return nil, err
@@ -176,7 +180,7 @@ func (p *Program) MatchedIn(f *source.File) int {
 	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			n += len(c.Probes)
+			n += c.Matched
 		}
 	}
 	return n

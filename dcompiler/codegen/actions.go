@@ -241,7 +241,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		off, back := pg.recWindow(addr.Off, 8)
 		pg.emit(asm.StoreMem(regRecord, int16(off), asm.R0, asm.DWord))
 		back()
-		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		pg.allocaAddr(asm.R3, asm.R0, asm.R1, val.Size, asm.R2, "")
 		pg.addrOf(asm.R1, regRecord, val.Off)
 		pg.emit(asm.Mov.Imm(asm.R2, int32(val.Size)))
 		pg.call(asm.FnProbeReadKernel) // on failure it zero-fills: nothing to print
@@ -274,7 +274,7 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		if err := pg.expr(addr); err != nil {
 			return err
 		}
-		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		pg.allocaAddr(asm.R3, asm.R0, asm.R1, d.Size, asm.R2, "")
 		src, err := pg.push()
 		if err != nil {
 			return pg.errorf(call.Pos, "%v", err)

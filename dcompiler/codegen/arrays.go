@@ -175,21 +175,23 @@ func (pg *probeGen) arrayIndexOf(e ast.Expr) (*Var, *ast.Index) {
 // the global arrays. Any other address is an invalid address fault. ok is
 // false when the program has neither.
 func (pg *probeGen) memoryPtr(slot, n int) (ok bool) {
-	lo, hi, alloca := pg.allocaRange()
+	alloca := pg.allocaArea != 0
 	arrays := pg.arraysOff < pg.glSize
 	if !alloca && !arrays {
 		return false
 	}
 	bad, done := pg.newLabel("mem_bad"), pg.newLabel("mem_ok")
 	if alloca {
-		next := pg.newLabel("mem_not_alloca")
-		pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
+		next := bad
+		if arrays {
+			next = pg.newLabel("mem_not_alloca")
+		}
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(slot), asm.DWord))
-		pg.emit(asm.LoadMem(asm.R1, regState, stSelf, asm.DWord))
-		pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
-		pg.emit(asm.JSLT.Imm(asm.R0, int32(lo), next), asm.JSGT.Imm(asm.R0, int32(hi-n), next))
-		pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0), asm.Ja.Label(done))
-		pg.label(next)
+		pg.allocaAddr(asm.R1, asm.R0, asm.R2, n, asm.R3, next)
+		pg.emit(asm.Ja.Label(done))
+		if arrays {
+			pg.label(next)
+		}
 	}
 	if arrays {
 		pg.globalsAddr(asm.R1)

@@ -69,7 +69,7 @@ func (pg *probeGen) readKernel(t *types.Type) error {
 	tmp := pg.allocScratch(16)
 	pg.emit(asm.StoreMem(regState, int16(tmp+8), asm.R0, asm.DWord))
 	pg.emit(storeImm(regState, int16(tmp), 0, asm.DWord))
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.allocaAddr(asm.R3, asm.R0, asm.R1, size, asm.R2, "")
 	pg.addrOf(asm.R1, regState, tmp)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(size)))
 	pg.call(asm.FnProbeReadKernel)
@@ -124,7 +124,7 @@ func (pg *probeGen) kernelString(e *ast.Member, base asm.Register, off, size int
 	if err := pg.kernelAddr(e); err != nil {
 		return err
 	}
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.allocaAddr(asm.R3, asm.R0, asm.R1, 1, asm.R2, "")
 	pg.readStr(base, off, min(size, t.Size), asm.FnProbeReadKernelStr)
 	return nil
 }

@@ -103,8 +103,10 @@ func (pg *probeGen) exitsFallThrough(start int, brk string) {
 	pg.insns = append(pg.insns[:start], out...)
 }
 
-// subrStr generates a string-valued subroutine into base+off.
-func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error {
+// subrStr generates a string-valued subroutine into base+off. The
+// searches return NULL where they find nothing: the NULL marker when
+// nullable, a fault otherwise (see strIntoOrNull).
+func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	switch e.Fn {
 	case "strjoin":
@@ -171,7 +173,9 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		// R0: where it is found, or -1.
 		found, done := pg.newLabel("found"), pg.newLabel("search_done")
 		pg.emit(asm.JSGE.Imm(asm.R0, 0, found))
-		pg.emit(storeImm(base, int16(off), 0, asm.Byte), asm.Ja.Label(done))
+		if pg.nullStr(base, off, size, nullable) {
+			pg.emit(asm.Ja.Label(done))
+		}
 		pg.label(found)
 		pg.addrOf(asm.R3, regState, s)
 		pg.emit(asm.Add.Reg(asm.R3, asm.R0))
@@ -186,7 +190,7 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 	case "inet_ntoa", "inet_ntoa6":
 		return pg.inetNtoa(e, base, off, size)
 	case "strtok":
-		return pg.strtokInto(e, base, off, size)
+		return pg.strtokInto(e, base, off, size, nullable)
 	case "inet_ntop":
 		return pg.inetNtop(e, base, off, size)
 	case "link_ntop":
@@ -250,8 +254,9 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			pg.emit(asm.And.Imm(asm.R0, 0xfffff))
 		}
 	case "copyin":
-		// Copy user memory into scratch; the result points at it.
-		n, _ := pg.in.ConstInt(e.Args[1])
+		// Copy user memory into alloca( ) space, as Oracle's does: the
+		// result is an alloca( ) pointer.
+		S := pg.in.ScratchSize()
 		if err := pg.expr(e.Args[0]); err != nil {
 			return err
 		}
@@ -260,38 +265,58 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 			return pg.errorf(e.Pos, "%v", err)
 		}
 		defer func() { pg.depth-- }()
-		buf, err := pg.scratchSize(e.Args[1], int(n))
-		if err != nil {
+		if err := pg.expr(e.Args[1]); err != nil {
 			return err
 		}
+		pg.emit(asm.Mov.Reg(asm.R2, asm.R0))
+		ret := pg.allocScratch(8)
+		badSize, full, ok := pg.newLabel("copyin_size"), pg.newLabel("copyin_full"), pg.newLabel("copyin_ok")
+		pg.emit(asm.JGT.Imm(asm.R2, int32(S-8), badSize))
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pg.allocaArea), asm.DWord))
+		pg.emit(asm.JGT.Imm(asm.R0, int32(S-8), full))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Reg(asm.R3, asm.R2), asm.Add.Imm(asm.R3, 7), asm.And.Imm(asm.R3, -8))
+		pg.emit(asm.JGT.Imm(asm.R3, int32(S), full))
+		pg.emit(asm.StoreMem(regState, int16(pg.allocaArea), asm.R3, asm.DWord))
+		pg.emit(asm.StoreMem(regState, int16(ret), asm.R0, asm.DWord))
+		pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, int32(pg.allocaArea)))
 		pg.emit(asm.LoadMem(asm.R3, asm.RFP, addr, asm.DWord))
-		pg.addrOf(asm.R1, regState, buf)
 		pg.call(asm.FnProbeReadUser)
-		ok := pg.newLabel("copyin_ok")
 		pg.emit(asm.JEq.Imm(asm.R0, 0, ok))
 		pg.emit(asm.LoadMem(asm.R1, asm.RFP, addr, asm.DWord))
 		pg.raise(FaultBadAddr, asm.R1, true)
+		pg.label(badSize)
+		pg.raise(FaultBadSize, asm.R2, true)
+		pg.label(full)
+		pg.raise(FaultNoScratch, asm.R0, false)
 		pg.label(ok)
-		pg.addrOf(asm.R0, regState, buf)
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(ret), asm.DWord))
 	case "alloca":
-		// Zeroed scratch: a read from address 0 fails and zero-fills.
-		n, _ := pg.in.ConstInt(e.Args[0])
-		buf, err := pg.scratchSize(e.Args[0], int(n))
-		if err != nil {
-			return err
+		// Oracle's: the space's top moves up by the size, rounded up
+		// to 8; the old top is the pointer.
+		S := pg.in.ScratchSize()
+		if n, ok := pg.in.ConstInt(e.Args[0]); ok {
+			pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+		} else {
+			if err := pg.expr(e.Args[0]); err != nil {
+				return err
+			}
+			pg.emit(asm.Mov.Reg(asm.R2, asm.R0))
 		}
-		if n == 0 {
-			n = check.MaxScratch
-		}
-		pg.allocas = append(pg.allocas, [2]int{buf, buf + int(n)})
-		pg.addrOf(asm.R1, regState, buf)
-		pg.emit(asm.Mov.Imm(asm.R3, 0))
-		pg.call(asm.FnProbeReadKernel)
-		pg.addrOf(asm.R0, regState, buf)
+		full, ok := pg.newLabel("alloca_full"), pg.newLabel("alloca_ok")
+		pg.emit(asm.LoadMem(asm.R0, regState, int16(pg.allocaArea), asm.DWord))
+		pg.emit(asm.JGT.Imm(asm.R2, int32(S-8), full))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Reg(asm.R3, asm.R2), asm.Add.Imm(asm.R3, 7), asm.And.Imm(asm.R3, -8))
+		pg.emit(asm.JLE.Imm(asm.R3, int32(S), ok))
+		pg.label(full)
+		pg.raise(FaultNoScratch, asm.R0, false)
+		pg.label(ok)
+		pg.emit(asm.StoreMem(regState, int16(pg.allocaArea), asm.R3, asm.DWord))
 	case "bcopy":
-		return pg.copyToAlloca(e, e.Args[0], e.Args[1], e.Args[2], asm.FnProbeReadKernel)
+		return pg.copyToAlloca(e, 0, 1, 2, asm.FnProbeReadKernel)
 	case "copyinto":
-		return pg.copyToAlloca(e, e.Args[0], e.Args[2], e.Args[1], asm.FnProbeReadUser)
+		return pg.copyToAlloca(e, 0, 2, 1, asm.FnProbeReadUser)
+	case "copyout":
+		return pg.copyout(e)
 	case "raise", "stop":
 		// Signals go to the current process, from the kernel.
 		if e.Fn == "stop" {
@@ -713,7 +738,7 @@ type addrFormatter struct {
 // newAddrFormatter reads n address bytes from the kernel address in R0.
 func (pg *probeGen) newAddrFormatter(n int) *addrFormatter {
 	f := &addrFormatter{pg: pg, addr: pg.allocScratch(max(n, 16)), buf: pg.allocScratch(64), at: pg.allocScratch(8)}
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	pg.allocaAddr(asm.R3, asm.R0, asm.R1, n, asm.R2, "")
 	pg.addrOf(asm.R1, regState, f.addr)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
 	pg.call(asm.FnProbeReadKernel)
@@ -873,46 +898,95 @@ func (f *addrFormatter) finish(base asm.Register, off, size int) {
 	f.pg.copyFrom(base, off, size)
 }
 
-// copyToAlloca copies n bytes from src to dest, which must lie in memory
-// the clause got from alloca( ): as in DTrace, anything else is an
-// invalid address. dest arrives as a number; it becomes a pointer the
-// verifier accepts as the state's address plus a checked offset.
-func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest, size ast.Expr, read asm.BuiltinFunc) error {
-	lo, hi, ok := pg.allocaRange()
-	if !ok {
-		return pg.errorf(dest.Start(), "%s( ) destination must be memory from alloca( ) in the same clause", e.Fn)
+// copyToAlloca copies size bytes from src to dest, the arguments of e
+// at those indexes, evaluated in e's order. As in DTrace, dest must lie
+// in the clause's alloca( ) space (an invalid address otherwise), src too
+// when it is an alloca( ) pointer, and a size that does not fit is an
+// invalid size.
+func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest, size int, read asm.BuiltinFunc) error {
+	if pg.allocaArea == 0 {
+		return pg.errorf(e.Pos, "internal error: %s( ) in a clause with no alloca( ) space", e.Fn)
 	}
 	slots := pg.allocScratch(24) // src, dest, size
-	for i, x := range []ast.Expr{src, dest, size} {
-		if err := pg.expr(x); err != nil {
+	role := map[int]int{src: 0, dest: 1, size: 2}
+	for i, x := range e.Args {
+		slot := slots + 8*role[i]
+		if t, err := pg.typeOf(x); err == nil && t.IsString() {
+			// A string is copied from its bytes.
+			buf, err := pg.strTemp(x, t.Size)
+			if err != nil {
+				return err
+			}
+			pg.addrOf(asm.R0, regState, buf)
+		} else if err := pg.expr(x); err != nil {
 			return err
 		}
-		pg.emit(asm.StoreMem(regState, int16(slots+8*i), asm.R0, asm.DWord))
+		pg.emit(asm.StoreMem(regState, int16(slot), asm.R0, asm.DWord))
 	}
-	if c, isConst := pg.in.ConstInt(size); isConst {
-		pg.allocaPtr(slots+8, int(c), lo, hi)
-		pg.emit(asm.Mov.Imm(asm.R2, int32(c)))
-	} else {
-		// dest is in [lo, hi) and dest+size at most hi. The verifier
-		// bounds the two apart, so the largest it sees, hi-1 plus hi-lo,
-		// must still lie in the state: the padding makes sure it does.
-		pg.allocScratch(hi - lo)
-		pg.allocaPtr(slots+8, 1, lo, hi)
-		bad, fits := pg.newLabel("copy_bad_size"), pg.newLabel("copy_fits")
-		pg.emit(asm.LoadMem(asm.R2, regState, int16(slots+16), asm.DWord))
-		pg.emit(asm.JEq.Imm(asm.R2, 0, bad), asm.JGT.Imm(asm.R2, int32(hi-lo), bad))
-		pg.emit(asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Reg(asm.R3, asm.R2))
-		pg.emit(asm.JGT.Imm(asm.R3, int32(hi), bad), asm.Ja.Label(fits))
-		pg.label(bad)
-		pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
-		pg.raise(FaultBadAddr, asm.R1, true)
-		pg.label(fits)
-	}
+	pg.emit(asm.LoadMem(asm.R2, regState, int16(slots+16), asm.DWord))
 	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
+	if read == asm.FnProbeReadKernel {
+		pg.allocaAddr(asm.R3, asm.R3, asm.R4, -1, asm.R2, "")
+	}
+	notAlloca := pg.newLabel("copy_not_alloca")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
+	pg.allocaAddr(asm.R1, asm.R1, asm.R4, -1, asm.R2, notAlloca)
 	pg.call(read)
 	done := pg.newLabel("copy_done")
 	pg.emit(asm.JEq.Imm(asm.R0, 0, done))
 	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(notAlloca)
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(done)
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
+	return nil
+}
+
+// copyout(buf, addr, size) writes size bytes from buf to the process's
+// memory at addr, through a copy in scratch that the verifier can bound.
+func (pg *probeGen) copyout(e *ast.Call) error {
+	S := pg.in.ScratchSize()
+	slots := pg.allocScratch(24) // buf, addr, size
+	for i, x := range e.Args {
+		if t, err := pg.typeOf(x); err == nil && t.IsString() {
+			buf, err := pg.strTemp(x, t.Size)
+			if err != nil {
+				return err
+			}
+			pg.addrOf(asm.R0, regState, buf)
+		} else if err := pg.expr(x); err != nil {
+			return err
+		}
+		pg.emit(asm.StoreMem(regState, int16(slots+8*i), asm.R0, asm.DWord))
+	}
+	tmp := pg.allocScratch(S)
+	pg.emit(asm.LoadMem(asm.R2, regState, int16(slots+16), asm.DWord))
+	bad, ok := pg.newLabel("copyout_size"), pg.newLabel("copyout_ok")
+	pg.emit(asm.JGT.Imm(asm.R2, int32(S-8), bad), asm.Ja.Label(ok))
+	pg.label(bad)
+	pg.raise(FaultBadSize, asm.R2, true)
+	pg.label(ok)
+	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots), asm.DWord))
+	pg.allocaAddr(asm.R3, asm.R3, asm.R4, -1, asm.R2, "")
+	pg.addrOf(asm.R1, regState, tmp)
+	pg.call(asm.FnProbeReadKernel)
+	read := pg.newLabel("copyout_read")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, read))
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots), asm.DWord))
+	pg.raise(FaultBadAddr, asm.R1, true)
+	pg.label(read)
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
+	pg.addrOf(asm.R2, regState, tmp)
+	pg.emit(asm.LoadMem(asm.R3, regState, int16(slots+16), asm.DWord))
+	pg.emit(asm.JLE.Imm(asm.R3, int32(S-8), pg.labelNext("copyout_len")))
+	pg.emit(asm.Mov.Imm(asm.R3, int32(S-8)))
+	pg.label(pg.lastLabel)
+	pg.call(asm.FnProbeWriteUser)
+	done := pg.newLabel("copyout_done")
+	pg.emit(asm.JEq.Imm(asm.R0, 0, done))
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(slots+8), asm.DWord))
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(done)
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
@@ -923,7 +997,7 @@ func (pg *probeGen) copyToAlloca(e *ast.Call, src, dest, size ast.Expr, read asm
 // NULL s of the string an earlier strtok( ) of the firing started on.
 // The string and the position in it live beside the clause-locals; the
 // delimiters become a 256-bit set.
-func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) error {
+func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	_, isNull := pg.in.ConstInt(e.Args[0])
 	str, pos := pg.strtok, pg.strtok+S
@@ -1001,40 +1075,106 @@ func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) er
 		pg.emit(storeImm(asm.R1, 1, 0, asm.Byte))
 		advance()
 	})
+	// No token left: NULL.
+	got, done := pg.newLabel("tok_got"), pg.newLabel("tok_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(tok), asm.Byte))
+	pg.emit(asm.JNE.Imm(asm.R1, 0, got))
+	if pg.nullStr(base, off, size, nullable) {
+		pg.emit(asm.Ja.Label(done))
+	}
+	pg.label(got)
 	pg.addrOf(asm.R3, regState, tok)
 	pg.copyFrom(base, off, size)
+	pg.label(done)
 	return nil
 }
 
-// allocaRange returns the scratch the clause's alloca( )s gave so far.
-func (pg *probeGen) allocaRange() (lo, hi int, ok bool) {
-	if len(pg.allocas) == 0 {
-		return 0, 0, false
+// usesAlloca says whether clause cl needs alloca( ) space: it calls
+// alloca( ) or copyin( ), or bcopy( ) or copyinto( ), which copy into it.
+func usesAlloca(cl *check.Clause) bool {
+	uses := false
+	find := func(x ast.Expr) {
+		if c, ok := x.(*ast.Call); ok && (c.Fn == "alloca" || c.Fn == "bcopy" || c.Fn == "copyinto" || c.Fn == "copyin") {
+			uses = true
+		}
 	}
-	lo, hi = pg.allocas[0][0], pg.allocas[0][1]
-	for _, a := range pg.allocas {
-		lo, hi = min(lo, a[0]), max(hi, a[1])
+	if cl.Pred != nil {
+		ast.Inspect(cl.Pred, find)
 	}
-	return lo, hi, true
+	ast.InspectStmts(cl.Body, find)
+	return uses
 }
 
-// allocaPtr turns the address stored at state+slot into a pointer for n
-// bytes in alloca memory [lo, hi), left in R1: the state's address plus
-// a checked offset, which the verifier accepts. Any other address is an
-// invalid address fault. Through map memory a pointer comes back as a
-// plain number, which is how the state's own address is had.
-func (pg *probeGen) allocaPtr(slot, n, lo, hi int) {
-	pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
-	pg.emit(asm.LoadMem(asm.R0, regState, int16(slot), asm.DWord))
-	pg.emit(asm.LoadMem(asm.R1, regState, stSelf, asm.DWord))
-	pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
-	bad, ok := pg.newLabel("alloca_bad"), pg.newLabel("alloca_ok")
-	pg.emit(asm.JSLT.Imm(asm.R0, int32(lo), bad), asm.JSGT.Imm(asm.R0, int32(hi-n), bad), asm.Ja.Label(ok))
+// allocaSpace gives the clause its alloca( ) space, as DTrace's scratch
+// memory: ScratchSize bytes, zeroed, whose first 8 hold the top (the
+// offset the next alloca( ) returns, from 8). An alloca( ) pointer is an
+// offset into the space, as in DTrace, so that 0 stays NULL; what reads
+// or writes through it turns it into an address (allocaAddr). Another
+// ScratchSize bytes after it let the verifier bound an access of a size
+// known only at run time.
+func (pg *probeGen) allocaSpace() {
+	S := pg.in.ScratchSize()
+	pg.allocaArea = pg.allocScratch(2 * S)
+	pg.addrOf(asm.R1, regState, pg.allocaArea)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(2*S)), asm.Mov.Imm(asm.R3, 0))
+	pg.call(asm.FnProbeReadKernel) // reading address 0 fails, and zero-fills
+	pg.emit(storeImm(regState, int16(pg.allocaArea), 8, asm.DWord))
+}
+
+// allocaAddr leaves in dst the address through which to access n bytes
+// at the D pointer in src. An alloca( ) pointer (below ScratchSize) must
+// lie, with its n bytes, below the top of the clause's alloca( ) space,
+// or the clause faults as DTrace's does (invalid address, or invalid
+// size when the bytes cross the top); the address is then the state's,
+// plus the offset, as the verifier allows. When n < 0 the size is in
+// register size, which must be at most the space's. Any other value goes
+// to label other, or when other is "", into dst as it is. tmp is
+// clobbered. A clause with no alloca( ) space leaves src as it is: a
+// small value there is a bad address to whatever reads it.
+func (pg *probeGen) allocaAddr(dst, src, tmp asm.Register, n int, size asm.Register, other string) {
+	if pg.allocaArea == 0 {
+		if dst != src {
+			pg.emit(asm.Mov.Reg(dst, src))
+		}
+		return
+	}
+	S := pg.in.ScratchSize()
+	notOffset, done := pg.newLabel("alloca_other"), pg.newLabel("alloca_addr")
+	bad, badSize := pg.newLabel("alloca_badaddr"), pg.newLabel("alloca_badsize")
+	if other == "" {
+		other = notOffset
+	}
+	if n < 0 {
+		pg.emit(asm.JGT.Imm(size, int32(S-8), badSize))
+	}
+	pg.emit(asm.JGE.Imm(src, int32(S), other))
+	pg.emit(asm.JLT.Imm(src, 8, bad))
+	pg.emit(asm.LoadMem(tmp, regState, int16(pg.allocaArea), asm.DWord))
+	pg.emit(asm.JGE.Reg(src, tmp, bad))
+	if n >= 0 {
+		pg.emit(asm.Sub.Imm(tmp, int32(n)))
+	} else {
+		pg.emit(asm.Sub.Reg(tmp, size))
+	}
+	pg.emit(asm.JSGT.Reg(src, tmp, badSize))
+	pg.emit(asm.Mov.Reg(tmp, src), asm.Mov.Reg(dst, regState), asm.Add.Reg(dst, tmp), asm.Add.Imm(dst, int32(pg.allocaArea)))
+	pg.emit(asm.Ja.Label(done))
 	pg.label(bad)
-	pg.emit(asm.LoadMem(asm.R1, regState, int16(slot), asm.DWord))
-	pg.raise(FaultBadAddr, asm.R1, true)
-	pg.label(ok)
-	pg.emit(asm.Mov.Reg(asm.R1, regState), asm.Add.Reg(asm.R1, asm.R0))
+	pg.raise(FaultBadAddr, src, true)
+	pg.label(badSize)
+	if n >= 0 {
+		pg.emit(asm.Mov.Imm(tmp, int32(n)))
+		pg.raise(FaultBadSize, tmp, true)
+	} else {
+		pg.raise(FaultBadSize, size, true)
+	}
+	if other == notOffset {
+		pg.label(notOffset)
+		if dst != src {
+			pg.emit(asm.Mov.Reg(dst, src))
+		}
+	}
+	pg.label(done)
 }
 
 // storeMemory generates p->m = v, s.m = v and *p = v, into memory the
@@ -1045,7 +1185,7 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		return err
 	}
 	root, _, inVar := pg.in.StructRoot(e.LHS)
-	if _, _, alloca := pg.allocaRange(); !inVar && !alloca && pg.arraysOff == pg.glSize {
+	if !inVar && pg.allocaArea == 0 && pg.arraysOff == pg.glSize {
 		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause or a global array")
 	}
 	size := t.Size
@@ -1157,27 +1297,4 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		pg.label(done)
 	}
 	return nil
-}
-
-// scratchSize allocates the scratch a copyin( ) or alloca( ) of size
-// expression e needs and leaves the size in R2: n when constant (non-zero),
-// else the value of e, which must be 1 to check.MaxScratch or the clause
-// faults with "out of scratch space", as DTrace's does.
-func (pg *probeGen) scratchSize(e ast.Expr, n int) (int, error) {
-	if n > 0 {
-		pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
-		return pg.allocScratch(n), nil
-	}
-	buf := pg.allocScratch(check.MaxScratch)
-	if err := pg.expr(e); err != nil {
-		return 0, err
-	}
-	bad, ok := pg.newLabel("scratch_bad"), pg.newLabel("scratch_ok")
-	pg.emit(asm.JEq.Imm(asm.R0, 0, bad), asm.JGT.Imm(asm.R0, check.MaxScratch, bad), asm.Ja.Label(ok))
-	pg.label(bad)
-	pg.emit(asm.Mov.Imm(asm.R1, 0))
-	pg.raise(FaultNoScratch, asm.R1, false)
-	pg.label(ok)
-	pg.emit(asm.Mov.Reg(asm.R2, asm.R0))
-	return buf, nil
 }

@@ -357,13 +357,19 @@ func (pg *probeGen) progenyof(e *ast.Call) error {
 // (not what the buffer held before).
 func (pg *probeGen) stringIndex(e *ast.Index) error {
 	S := pg.in.Opts.StrSize
-	s, err := pg.strTemp(e.X, S)
-	if err != nil {
+	s := pg.allocScratch(S)
+	if err := pg.strIntoOrNull(e.X, regState, s, S); err != nil {
 		return err
 	}
 	if err := pg.expr(e.Keys[0]); err != nil {
 		return err
 	}
+	// s[i] of a NULL string reads address i, as *(s + i) does.
+	notNull := pg.newLabel("strindex_notnull")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(s), asm.Half))
+	pg.emit(asm.JNE.Imm(asm.R1, nullString, notNull))
+	pg.raise(FaultBadAddr, asm.R0, true)
+	pg.label(notNull)
 	ok := pg.newLabel("strindex_ok")
 	// Unsigned, so that a negative index is out of bounds too.
 	pg.emit(asm.JLT.Imm(asm.R0, int32(S), ok))
