@@ -275,18 +275,29 @@ func (e *Enabling) fire(name string, args ...uint64) error {
 	return nil
 }
 
-// begin fires BEGIN, prints what it recorded, opens the gate unless BEGIN
-// called exit(), and starts the consumer.
+// begin fires BEGIN, opens the gate unless BEGIN called exit(), prints
+// what BEGIN recorded, and starts the consumer. BEGIN's records are read
+// before the gate opens and handled after, as dtrace enables every probe
+// before it consumes them: what a system( ) in BEGIN runs is traced.
 func (e *Enabling) begin() error {
 	if err := e.fire("BEGIN"); err != nil {
 		return err
 	}
-	e.drain()
+	var recs [][]byte
+	var rec ringbuf.Record
+	e.rd.SetDeadline(time.Now())
+	for e.rd.ReadInto(&rec) == nil {
+		recs = append(recs, append([]byte(nil), rec.RawSample...))
+	}
 	if e.activity() == codegen.Inactive {
 		if err := e.setActivity(codegen.Active); err != nil {
 			return err
 		}
 	}
+	for _, r := range recs {
+		e.handle(r)
+	}
+	e.reportDrops()
 	e.stopRead = make(chan struct{})
 	e.consumer.Add(1)
 	go e.consume()

@@ -609,7 +609,8 @@ func TestLongJumps(t *testing.T) {
 			fmt.Fprintf(&b, "\ta[%d] = %d; n += a[%d] + (unsigned char)a[%d];\n", i%10, i, i%10, i%10)
 		}
 	}
-	b.WriteString("int a[int];\nBEGIN /n != 0/ {\n")
+	// n is declared: n += x reads n, as in DTrace.
+	b.WriteString("int a[int];\nint n;\nBEGIN /n != 0/ {\n")
 	body()
 	b.WriteString("}\nBEGIN {\n\ttrace(copyinstr(0));\n")
 	body()
