@@ -43,11 +43,12 @@ type Options struct {
 	DefaultArgs bool
 	ArgRef      bool // -x argref: arguments need not all be referenced
 	Empty       bool // -x empty: a file may hold no clause or declaration
+	PSpec       bool // -x pspec: "int*" at top level is a probe description
 	// OnCPU, with CPU, is -x cpu: probes record only on that CPU.
 	OnCPU bool
 	CPU   int
 	// -x stackframes and ustackframes: the default depths of stack( )
-	// and ustack( ) (20 when 0).
+	// and ustack( ) (20 and 100 when 0).
 	StackFrames, UStackFrames int
 	// MaxFrames is -x maxframes: the deepest any stack is (when not 0).
 	MaxFrames int
@@ -81,7 +82,7 @@ func Compile(files []*source.File, opts Options) (*Program, error) {
 	}
 	for i, f := range append(lib, files...) {
 		tree.Files = append(tree.Files, f)
-		t, err := parser.ParseKnown(f, typedefs, kernelTypedef)
+		t, err := parser.ParseFile(f, typedefs, kernelTypedef, opts.PSpec && i >= len(lib))
 		if err != nil {
 			return nil, declaredFirst(tree, t, err, opts)
 		}
@@ -179,7 +180,7 @@ func (p *Program) MatchedIn(f *source.File) int {
 	n := 0
 	for _, c := range p.Info.Clauses {
 		if c.File == f {
-			n += len(c.Probes)
+			n += c.Matched
 		}
 	}
 	return n

@@ -123,7 +123,7 @@ func (e *Enabling) handle(raw []byte) {
 			ev.Kind = KindTrace
 			v := act.Args[1]
 			// DTrace indents the value one past the header's width.
-			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+v.Size], len(output.ProbeHeader())))
+			text.WriteString(ktypes.Print(vals[0].Bits, v.Type, raw[v.Off:v.Off+min(v.Size, s.opts.PrintSize)], len(output.ProbeHeader())))
 		case codegen.ActStack:
 			ev.Kind = KindTrace
 			text.WriteString(output.Stack(vals[0].Frames))
@@ -177,7 +177,7 @@ func (e *Enabling) handle(raw []byte) {
 		s.deliver(ev)
 		if act.Kind == codegen.ActExit {
 			s.mu.Unlock()
-			s.finish(ev.Status)
+			s.exited(ev.Status)
 			s.mu.Lock()
 		}
 	}
@@ -298,9 +298,12 @@ func (e *Enabling) aggAction(act *codegen.Action, vals []printf.Value) (string, 
 		e.setNormal(act.Aggs[0], 0)
 		return "", nil
 	}
-	snap, err := e.Snapshot()
-	if err != nil {
-		return "", err
+	snap := e.rated
+	if snap == nil || !e.reading() {
+		var err error
+		if snap, err = e.Snapshot(); err != nil {
+			return "", err
+		}
 	}
 	var aggs []*output.Aggregation
 	for _, name := range act.Aggs {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,10 @@ type Enabling struct {
 	aggDrops []uint64
 	dynDrops uint64       // all CPUs, last reported
 	last     *AggSnapshot // aggregations as read when disabled
+	// rated is the aggregations as last read under -x aggrate, at
+	// ratedAt: printa( ) in a clause prints them, as dtrace does.
+	rated   *AggSnapshot
+	ratedAt time.Time
 
 	printed map[string]bool   // aggregations printed by printa
 	normal  map[string]uint64 // normalize() divisors
@@ -105,6 +111,12 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 		e.Close()
 		return nil, err
 	}
+	if m := coll.Maps[codegen.CPUInfoMap]; m != nil {
+		if err := fillCPUInfo(m); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("cpuinfo map: %w", err)
+		}
+	}
 	rd, err := ringbuf.NewReader(coll.Maps[codegen.EventsMap])
 	if err != nil {
 		e.Close()
@@ -132,6 +144,38 @@ func loadError(err error) error {
 		return fmt.Errorf("cannot load BPF programs: %w (dstar needs root, or CAP_BPF and CAP_PERFMON)", err)
 	}
 	return fmt.Errorf("cannot load BPF programs: %w", err)
+}
+
+// cpuInfo is sched.d's cpuinfo_t, as curcpu reads it.
+type cpuInfo struct {
+	ID, Pset, Chip, Lgrp int32
+}
+
+// fillCPUInfo writes each processor's cpuinfo_t into the per-CPU map
+// curcpu points into: its number, no processor set (-1, as sched.d's
+// translator says), its physical package and its NUMA node, as sysfs
+// tells them (0 where it does not).
+func fillCPUInfo(m *ebpf.Map) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	vals := make([]cpuInfo, n)
+	for i := range vals {
+		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/", i)
+		vals[i] = cpuInfo{ID: int32(i), Pset: -1}
+		if b, err := os.ReadFile(dir + "topology/physical_package_id"); err == nil {
+			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				vals[i].Chip = int32(v)
+			}
+		}
+		if nodes, _ := filepath.Glob(dir + "node[0-9]*"); len(nodes) > 0 {
+			if v, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(nodes[0]), "node")); err == nil {
+				vals[i].Lgrp = int32(v)
+			}
+		}
+	}
+	return m.Put(uint32(0), vals)
 }
 
 // initGlobals writes the clock offset that walltimestamp adds.
@@ -264,15 +308,47 @@ func (e *Enabling) consume() {
 		default:
 		}
 		e.rd.SetDeadline(time.Now().Add(e.s.opts.SwitchRate))
+		e.readAggRate(0)
 		for {
 			err := e.rd.ReadInto(&rec)
 			if err != nil {
 				break
 			}
+			e.readAggRate(e.s.opts.SwitchRate)
 			e.handle(rec.RawSample)
 		}
 		e.reportDrops()
 	}
+}
+
+// readAggRate reads the aggregations when -x aggrate's period has passed
+// since they were last read, as dtrace's consumer does when it wakes, at
+// most every switchrate. A record is read as it comes, not at the next
+// wake: ahead is how far that wake may be, and a read due by then is
+// made now, before the record is handled, as dtrace would have.
+func (e *Enabling) readAggRate(ahead time.Duration) {
+	r := e.s.opts.AggRate
+	if r <= 0 {
+		return
+	}
+	if e.ratedAt.IsZero() {
+		// The first read is at the consumer's first wake; printa( )
+		// before it prints the aggregations as they are.
+		e.ratedAt = time.Now().Add(e.s.opts.SwitchRate - r)
+	}
+	if time.Since(e.ratedAt)+ahead < r {
+		return
+	}
+	if snap, err := e.Snapshot(); err == nil {
+		e.rated, e.ratedAt = snap, time.Now()
+	}
+}
+
+// reading says tracing runs: not yet disabled or closed.
+func (e *Enabling) reading() bool {
+	e.stateMu.Lock()
+	defer e.stateMu.Unlock()
+	return !e.disabled && !e.closed
 }
 
 // drain handles every record already in the ring buffer.

@@ -64,7 +64,7 @@ var options = map[string]optionKind{
 	// refused as unsupported rather than as unknown names.
 	"bpflog": optUnsupported, "bpflogsize": optUnsupported, "lockmem": optUnsupported,
 	"pcapsize": optUnsupported, "scratchsize": optSize, "quietresize": optUnsupported,
-	"printsize": optUnsupported, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
+	"printsize": optSize, "cpphdrs": optUnsupported, "ctfpath": optUnsupported,
 	"debugassert": optUnsupported, "kdefs": optUnsupported,
 	"udefs": optUnsupported, "late": optUnsupported,
 	"procfspath": optUnsupported, "sysslice": optUnsupported,
@@ -106,8 +106,9 @@ func OptionProblem(name, value string) error {
 			return bad
 		}
 	case optInt:
+		// As dtrace, never negative.
 		n, err := strconv.Atoi(value)
-		if err != nil || (name == "tregs" || name == "maxframes") && n <= 0 {
+		if err != nil || n < 0 || (name == "tregs" || name == "maxframes") && n == 0 {
 			return bad
 		}
 	case optCPU:
@@ -223,24 +224,40 @@ func ParseSize(s string, def int64) (int64, error) {
 	return n * mult, nil
 }
 
-// ParseRate parses a rate as dtrace(1) does: Nhz, a period with a unit
-// (10ms, 1s), or a bare number of hertz.
+// ParseRate parses a rate as dtrace(1) does: Nhz, or a period with a
+// unit (10ms, 1sec); a bare number is nanoseconds.
 func ParseRate(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, fmt.Errorf("empty rate")
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
 	}
-	if n, ok := strings.CutSuffix(s, "hz"); ok {
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			return time.Second / time.Duration(v), nil
+	v, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid rate %q", s)
+	}
+	unit := strings.ToLower(s[i:])
+	if unit == "hz" {
+		if v == 0 {
+			return 0, nil
 		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return d, nil
-	}
-	if v, err := strconv.Atoi(s); err == nil && v > 0 {
 		return time.Second / time.Duration(v), nil
 	}
-	return 0, fmt.Errorf("invalid rate %q", s)
+	mul, ok := rateUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("invalid rate %q", s)
+	}
+	return time.Duration(v) * mul, nil
+}
+
+// rateUnits are the units dtrace takes for a time.
+var rateUnits = map[string]time.Duration{
+	"": time.Nanosecond, "ns": time.Nanosecond, "nsec": time.Nanosecond,
+	"us": time.Microsecond, "usec": time.Microsecond,
+	"ms": time.Millisecond, "msec": time.Millisecond,
+	"s": time.Second, "sec": time.Second,
+	"m": time.Minute, "min": time.Minute,
+	"h": time.Hour, "hour": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour,
 }
 
 // ParseCPU parses -x cpu's value: a CPU number.

@@ -5,7 +5,7 @@ import "testing"
 // TestOptionNames: every option Oracle DTrace or illumos takes is known,
 // so that one dstar lacks is refused as unsupported, not as a bad name.
 func TestOptionNames(t *testing.T) {
-	for _, name := range []string{"aggpack", "agghist", "aggzoom", "printsize", "quietresize", "lockmem", "pcapsize", "bpflog"} {
+	for _, name := range []string{"aggpack", "agghist", "aggzoom", "quietresize", "lockmem", "pcapsize", "bpflog"} {
 		if err := CheckOption(name, ""); err == nil || err.Error() != "failed to set -x "+name+": unsupported option" {
 			t.Errorf("%s: %v", name, err)
 		}

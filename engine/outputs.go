@@ -56,6 +56,9 @@ func (s *Session) setopt(name, val string) error {
 		} else {
 			s.opts.AggSort.KeyPos = n
 		}
+	case "printsize":
+		n, _ := ParseSize(val, 0)
+		s.opts.PrintSize = PrintSize(int(n))
 	case "stackfmt":
 		s.opts.Folded = val == "folded"
 	default:

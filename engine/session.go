@@ -25,8 +25,16 @@ type Options struct {
 	Err        io.Writer // standard error: faults, drops
 	Prog       string    // the name messages are prefixed with ("dstar")
 	SwitchRate time.Duration
-	SpecSize   int  // bytes a speculation may hold (-x specsize)
-	JSON       bool // one JSON object per line (-x outputformat=json)
+	// StatusRate is -x statusrate: as in dtrace, exit() is acted on at
+	// the next status check, a multiple of it after the session began
+	// (0: at once).
+	StatusRate time.Duration
+	// AggRate is -x aggrate: when set, printa( ) in a clause prints the
+	// aggregations as last read, every AggRate (0: as they are now).
+	AggRate   time.Duration
+	SpecSize  int  // bytes a speculation may hold (-x specsize)
+	PrintSize int  // -x printsize: how much of a value print( ) shows
+	JSON      bool // one JSON object per line (-x outputformat=json)
 	// AggSort orders aggregation rows (-x aggsortkey, aggsortrev,
 	// aggsortkeypos); the zero value sorts by value.
 	AggSort output.SortOptions
@@ -55,6 +63,7 @@ type Session struct {
 	headerOut bool // the CPU/ID/FUNCTION:NAME header has been printed
 	flow      flowState
 
+	start    time.Time
 	done     chan struct{} // closed when a program calls exit() or Stop is called
 	doneOnce sync.Once
 	status   int
@@ -89,10 +98,14 @@ func NewSession(opts Options) *Session {
 	if opts.SwitchRate == 0 {
 		opts.SwitchRate = 10 * time.Millisecond
 	}
+	// A period of a few nanoseconds (a bare switchrate=10 is 10 ns) would
+	// make the consumer spin: a millisecond is as often as it reads.
+	opts.SwitchRate = max(opts.SwitchRate, time.Millisecond)
+	opts.PrintSize = PrintSize(opts.PrintSize)
 	if opts.SpecSize == 0 {
 		opts.SpecSize = 4 << 10
 	}
-	return &Session{opts: opts, done: make(chan struct{})}
+	return &Session{opts: opts, start: time.Now(), done: make(chan struct{})}
 }
 
 // Done is closed when tracing should stop: a program called exit(), or
@@ -112,6 +125,25 @@ func (s *Session) Stop() { s.finish(-1) }
 // finish records an exit( ) status and stops tracing. The last exit( )
 // read decides the status, as in dtrace: END's exit(0) after BEGIN's
 // exit(1) exits 0.
+// PrintSize is what dtrace makes of -x printsize n (0: not set): at most
+// 64 KiB, 8 KiB by default, in whole 8-byte words.
+func PrintSize(n int) int {
+	if n <= 0 || n > 65536 {
+		n = 8192
+	}
+	return (n + 7) &^ 7
+}
+
+// exited acts on a program's exit(status) at the next status check.
+func (s *Session) exited(status int) {
+	if r := s.opts.StatusRate; r > 0 {
+		wait := r - time.Since(s.start)%r
+		time.AfterFunc(wait, func() { s.finish(status) })
+		return
+	}
+	s.finish(status)
+}
+
 func (s *Session) finish(status int) {
 	if status >= 0 {
 		s.mu.Lock()

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -85,7 +86,31 @@ func (*Pid) Name() string { return "pid" }
 // process ID.
 func (p *Pid) Claims(pattern string) bool {
 	_, ok := pidOf(pattern)
-	return ok || fieldMatch(pattern, p.Name())
+	return ok || isPidZero(pattern) || fieldMatch(pattern, p.Name())
+}
+
+// isPidZero reports whether a provider field is "pid" and a process ID of
+// zero (pid0), which names no process.
+func isPidZero(provider string) bool {
+	digits, ok := strings.CutPrefix(provider, "pid")
+	return ok && digits != "" && strings.Trim(digits, "0") == ""
+}
+
+// checkPidName refuses a probe name that no pid probe can have: a pid
+// probe is entry, return or a hexadecimal offset. The name is wrong
+// whatever function it is asked of, so it is refused before any lookup.
+// The function "-" takes an absolute address, which a glob cannot be.
+func checkPidName(d Desc) error {
+	if d.Function == "-" && (d.Name == "" || isGlob(d.Name)) {
+		return tagErrorf("D_PROC_NAME", "only individual addresses may be specified with the '-' function")
+	}
+	if d.Name == "" || isGlob(d.Name) || d.Name == "entry" || d.Name == "return" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(d.Name, 16, 64); err != nil {
+		return tagErrorf("D_PROC_NAME", "'%s' is an invalid probe name", d.Name)
+	}
+	return nil
 }
 
 // Owns reports whether pr is a pid probe.
@@ -117,6 +142,9 @@ func (p *Pid) List(d Desc) ([]*Probe, error) { return p.probes(d, true) }
 func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	pid, ok := pidOf(d.Provider)
 	if !ok {
+		if isPidZero(d.Provider) {
+			return nil, tagErrorf("D_PROC_BADPID", "'%s' does not contain a valid pid", d.Provider)
+		}
 		return p.madeMatching(d), nil
 	}
 	// Load adds, for a process held at exec, the libraries it will map:
@@ -131,6 +159,14 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 	exe, err := procmaps.Executable(pid)
 	if err != nil {
 		return nil, fmt.Errorf("failed to grab pid %d: %v", pid, err)
+	}
+	if err := checkPidName(d); err != nil {
+		return nil, err
+	}
+	if d.Function == "-" && d.Module != "" && d.Module != "a.out" && !slices.ContainsFunc(mods, func(m *procmaps.Module) bool {
+		return m.Path == exe && objectMatch(d.Module, m, true) && !isGlob(d.Module)
+	}) {
+		return nil, tagErrorf("D_PROC_LIB", "only the a.out module is valid with the '-' function")
 	}
 	var out []*Probe
 	strippedExe := ""
@@ -150,15 +186,24 @@ func (p *Pid) probes(d Desc, list bool) ([]*Probe, error) {
 			}
 			continue
 		}
+		if named && d.Function != "" && d.Function != "-" && !isGlob(d.Function) && len(matchingFuncs(f, d.Function)) == 0 {
+			// DTrace reports a function missing from a module named
+			// exactly; where the file has no .symtab, say so.
+			why := ""
+			switch {
+			case f.Sym == elfsym.None:
+				why = fmt.Sprintf(" (%s has no symbol table (stripped))", mod.Path)
+			case f.Stripped():
+				why = fmt.Sprintf(" (%s is stripped (no .symtab) and exports no such function)", mod.Path)
+			}
+			return nil, tagErrorf("D_PROC_FUNC", "failed to lookup '%s' in module '%s'%s", d.Function, d.Module, why)
+		}
 		if f.Sym == elfsym.None && named {
 			return nil, fmt.Errorf("pid provider: %s has no symbol table (stripped): no function can be found by name", mod.Path)
 		}
 		ps, err := p.moduleProbes(d, pid, mod, path, f, list)
 		if err != nil {
 			return nil, err
-		}
-		if len(ps) == 0 && named && f.Stripped() && d.Function != "" && !isGlob(d.Function) {
-			return nil, fmt.Errorf("pid provider: %s is stripped (no .symtab) and exports no function %s", mod.Path, d.Function)
 		}
 		if isExe && f.Sym == elfsym.None {
 			strippedExe = mod.Path
@@ -213,7 +258,7 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 	for _, s := range matchingFuncs(f, d.Function) {
 		if isOff && s.Size != 0 && off >= s.Size {
 			if !isGlob(d.Function) {
-				return nil, fmt.Errorf("pid provider: offset %#x is beyond the end of %s (%d bytes) in %s", off, s.Name, s.Size, mod.Path)
+				return nil, tagErrorf("D_PROC_OFF", "offset %#x outside of function '%s' (%d bytes in %s)", off, s.Name, s.Size, mod.Path)
 			}
 			continue
 		}
@@ -251,7 +296,9 @@ func (p *Pid) moduleProbes(d Desc, pid int, mod *procmaps.Module, path string, f
 // per name and one per address: where several names match the same code
 // (sbrk and __sbrk), one probe is made, as DTrace does, so that a glob
 // does not count each call twice. The name kept is a global one with the
-// fewest leading underscores.
+// fewest leading underscores. A name that is not a glob names its
+// address: the probe takes the name kept among all of the address's
+// names, as DTrace's lookup by address does (go, not its weak alias _go).
 func matchingFuncs(f *elfsym.File, pattern string) []elfsym.Symbol {
 	better := func(a, b elfsym.Symbol) bool {
 		if a.Global != b.Global {
@@ -266,7 +313,21 @@ func matchingFuncs(f *elfsym.File, pattern string) []elfsym.Symbol {
 	}
 	var out []elfsym.Symbol
 	names := map[string]bool{}
-	for _, s := range f.Symbols() { // by address
+	syms := f.Symbols()
+	if pattern != "" && !isGlob(pattern) {
+		s, ok := f.Lookup(pattern)
+		if !ok {
+			return nil
+		}
+		i, _ := slices.BinarySearchFunc(syms, s.Value, func(a elfsym.Symbol, v uint64) int { return cmp.Compare(a.Value, v) })
+		for ; i < len(syms) && syms[i].Value == s.Value; i++ {
+			if better(syms[i], s) {
+				s = syms[i]
+			}
+		}
+		return []elfsym.Symbol{s}
+	}
+	for _, s := range syms { // by address
 		if names[s.Name] || !fieldMatch(pattern, s.Name) {
 			continue
 		}
@@ -282,8 +343,28 @@ func matchingFuncs(f *elfsym.File, pattern string) []elfsym.Symbol {
 	return out
 }
 
-// pidArgs types a pid probe's arguments: six integer registers at entry
-// (and at an offset), nine for a Go function, and at return the return
+// stackArgs fills arg[from..NumArgs-1] from the words the C calling
+// convention passes further arguments in on the user stack, as DTrace's
+// pid provider does (at an offset probe, as at entry, they are read from
+// where entry would have them). A word that cannot be read is 0.
+func stackArgs(p *Prologue, from int) {
+	for i := from; i < NumArgs; i++ {
+		if p.Unused&(1<<i) != 0 {
+			continue
+		}
+		p.Insns = append(p.Insns,
+			asm.Mov.Reg(asm.R1, p.State),
+			asm.Add.Imm(asm.R1, int32(p.ArgOffset(i))),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, p.Ctx, regs.sp, asm.DWord),
+			asm.Add.Imm(asm.R3, int32(regs.stackArgs)+8*int32(i-from)),
+			asm.FnProbeReadUser.Call(),
+		)
+	}
+}
+
+// pidArgs types a pid probe's arguments: ten integers at entry (and at an
+// offset), six in registers, nine for a Go function, and at return the return
 // site (arg0) and value (arg1), untyped as DTrace leaves them.
 func pidArgs(ret, goABI bool) []Arg {
 	a := Arg{Type: "uint64_t", Kind: ArgInt, Size: 8}
@@ -293,7 +374,7 @@ func pidArgs(ret, goABI bool) []Arg {
 	case goABI:
 		return []Arg{a, a, a, a, a, a, a, a, a}
 	}
-	return []Arg{a, a, a, a, a, a}
+	return []Arg{a, a, a, a, a, a, a, a, a, a} // the last on the stack
 }
 
 // isGoFunc reports whether function name of f is Go code, which passes its
@@ -321,8 +402,9 @@ func (p *Pid) madeMatching(d Desc) []*Probe {
 // Prologue drops events of other processes (a library's uprobe is shared
 // by every process that maps it; the kernel filters by process too, but a
 // check here costs one helper call and makes it certain), then fills the
-// state from the user registers the uprobe's context holds: arg0..arg5 =
-// the first six integer arguments at entry or at an offset (arg0..arg8,
+// state from the user registers the uprobe's context holds: arg0..arg9 =
+// the first ten integer arguments at entry or at an offset (those past the
+// registers from the stack) (arg0..arg8,
 // from Go's argument registers, for a Go function); at return,
 // arg0 = 0 (a uretprobe cannot tell which return instruction ran, so
 // DTrace's offset of it is unknown) and arg1 = the return value.
@@ -361,7 +443,11 @@ func (*Pid) Prologue(pr *Probe, p *Prologue) error {
 				storeArg(p, i, asm.R0)
 			}
 		}
-		zeroArgs(p, len(args))
+		if pp.goABI {
+			zeroArgs(p, len(args))
+		} else {
+			stackArgs(p, len(args))
+		}
 	}
 	zeroErrno(p)
 	return nil

@@ -55,7 +55,7 @@ func startPiped(t *testing.T, path string) (*exec.Cmd, io.WriteCloser) {
 
 func TestPidClaims(t *testing.T) {
 	p := NewPid()
-	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": true, "pid*": true, "": true, "pid0": false, "pidx": false, "pid1x": false, "pid12*": false, "syscall": false} {
+	for name, want := range map[string]bool{"pid1": true, "pid123": true, "pid": true, "pid*": true, "": true, "pid0": true, "pidx": false, "pid1x": false, "pid12*": false, "syscall": false} {
 		if got := p.Claims(name); got != want {
 			t.Errorf("Claims(%q) = %v", name, got)
 		}
@@ -105,10 +105,10 @@ func TestPidProbes(t *testing.T) {
 	if err != nil || len(all) != 2 {
 		t.Errorf("Probes(all) = %v, %v", all, err)
 	}
-	if ps, err := p.Probes(Desc{Provider: prov, Module: "a.out", Function: "pidt_foo", Name: "zz"}); err != nil || len(ps) != 0 {
+	if ps, err := p.Probes(Desc{Provider: prov, Module: "a.out", Function: "pidt_foo", Name: "zz"}); err == nil || err.Error() != "'zz' is an invalid probe name" {
 		t.Errorf("name zz: %v, %v", ps, err)
 	}
-	if ps, err := p.Probes(Desc{Provider: prov, Module: "a.out", Function: "pidt_foo", Name: "100000"}); err == nil || !strings.Contains(err.Error(), "beyond the end of pidt_foo") {
+	if ps, err := p.Probes(Desc{Provider: prov, Module: "a.out", Function: "pidt_foo", Name: "100000"}); err == nil || !strings.Contains(err.Error(), "outside of function 'pidt_foo'") {
 		t.Errorf("offset past the end: %v, %v", ps, err)
 	}
 	_, err = p.Probes(Desc{Provider: "pid1073741824", Function: "main"})

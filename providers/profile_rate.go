@@ -32,6 +32,21 @@ type NoProbeError struct{ Reason string }
 
 func (e *NoProbeError) Error() string { return e.Reason }
 
+// TagError is a description a provider refuses for a reason DTrace has its
+// own error tag for (D_PROC_FUNC, D_PROC_OFF, ...): the compiler reports it
+// under that tag rather than D_PDESC_INVAL.
+type TagError struct {
+	Tag string
+	Msg string
+}
+
+func (e *TagError) Error() string { return e.Msg }
+
+// tagErrorf returns a TagError.
+func tagErrorf(tag, format string, args ...any) error {
+	return &TagError{Tag: tag, Msg: fmt.Sprintf(format, args...)}
+}
+
 // parseProfileName parses "profile-N[unit]" or "tick-N[unit]". It returns
 // ok false for names that are not profile names at all (so they simply match
 // no probe) and an error for profile names with a bad or too-fast rate.

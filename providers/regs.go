@@ -27,6 +27,11 @@ type regsLayout struct {
 	// value (kprobes on function entry and return).
 	callArgs []int16
 	ret      int16
+	// sp is the offset of the stack pointer, and stackArgs how far above
+	// it a function's first stack-passed argument is on entry (x86_64:
+	// past the return address the call pushed).
+	sp        int16
+	stackArgs int16
 	// goArgs are the offsets of the first nine integer arguments of a Go
 	// function under Go's register ABI (ABIInternal, Go 1.17+).
 	goArgs [9]int16

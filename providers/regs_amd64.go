@@ -14,8 +14,10 @@ var regs = regsLayout{
 	sysNr:     120, // orig_ax
 	sysNrSize: 8,
 	// C ABI: di, si, dx, cx, r8, r9; the return value in ax.
-	callArgs: []int16{112, 104, 96, 88, 72, 64},
-	ret:      80,
+	callArgs:  []int16{112, 104, 96, 88, 72, 64},
+	ret:       80,
+	sp:        152,
+	stackArgs: 8,
 	// Go: ax, bx, cx, di, si, r8, r9, r10, r11.
 	goArgs: [9]int16{80, 40, 88, 112, 104, 72, 64, 56, 48},
 	names: map[string]int{

@@ -15,8 +15,10 @@ var regs = regsLayout{
 	sysNr:     280, // syscallno
 	sysNrSize: 4,
 	// C ABI: x0-x7; the return value in x0.
-	callArgs: []int16{0, 8, 16, 24, 32, 40, 48, 56},
-	ret:      0,
+	callArgs:  []int16{0, 8, 16, 24, 32, 40, 48, 56},
+	ret:       0,
+	sp:        248,
+	stackArgs: 0,
 	// Go: x0-x8.
 	goArgs: [9]int16{0, 8, 16, 24, 32, 40, 48, 56, 64},
 	names:  arm64RegNames(),

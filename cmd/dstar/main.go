@@ -9,14 +9,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/dstar-trace/dstar/engine/output"
 )
 
-// version is what -V prints.
-const version = "Oracle D 2.0 (dstar 0.1)"
+// version is what -V prints: the D API version, as dtrace prints it
+// (scripts test it); -V -v adds dstar's own.
+const version, dstarVersion = "Oracle D 2.0", "dstar 0.1"
+
+// init keeps main on the process's main thread, where dtrace fires BEGIN
+// and END: there tid is pid, and curthread the process's leader.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
@@ -210,6 +216,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == errVersion:
 		fmt.Fprintf(stdout, "%s: %s\n", prog, version)
+		if c != nil && c.verbose {
+			fmt.Fprintf(stdout, "%s: %s\n", prog, dstarVersion)
+		}
 		return exitOK
 	case err == errHelp:
 		usage(stdout, prog)

@@ -333,7 +333,7 @@ func (t *tracer) run() int {
 		Quiet: quiet || t.opts["outputformat"] == "json", Out: bw, Err: t.stderr, Prog: t.cfg.prog,
 		FlowIndent: engine.OptionSet(t.opts, "flowindent") && t.opts["outputformat"] != "json",
 		RawBytes:   engine.OptionSet(t.opts, "rawbytes"),
-		SwitchRate: switchRate(t.opts), SpecSize: specSize(t.opts),
+		SwitchRate: switchRate(t.opts), StatusRate: rateOption(t.opts, "statusrate"), AggRate: rateOption(t.opts, "aggrate"), SpecSize: specSize(t.opts), PrintSize: printSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 		Folded: t.opts["stackfmt"] == "folded",
@@ -426,7 +426,7 @@ func (t *tracer) compile(target int) (*dcompiler.Program, error) {
 		DynVarSize: int(dynvarsize), NSpec: nspec,
 		AllowZero: t.cfg.zero || engine.OptionSet(t.opts, "zdefs"), Destructive: t.cfg.destr || engine.OptionSet(t.opts, "destructive"),
 		DefaultArgs: engine.OptionSet(t.opts, "defaultargs"), ArgRef: engine.OptionSet(t.opts, "argref"),
-		Empty:       engine.OptionSet(t.opts, "empty"),
+		Empty: engine.OptionSet(t.opts, "empty"), PSpec: engine.OptionSet(t.opts, "pspec"),
 		StackFrames: frames, UStackFrames: uframes, MaxFrames: maxframes, TupleRegs: tregs, ScratchSize: int(scratch), LibDirs: t.cfg.libdirs,
 		OptionProblem: engine.PragmaOptionProblem, Version: t.opts["version"],
 	})
@@ -580,6 +580,11 @@ func (t *tracer) list() int {
 	}
 	for i, d := range descs {
 		probes, err := find(d)
+		var te *providers.TagError
+		if errors.As(err, &te) {
+			t.errorf("invalid probe specifier %s: %v", t.cfg.sources[i].text, err)
+			return exitError
+		}
 		if err != nil {
 			t.errorf("%v", err)
 			return exitError
@@ -657,8 +662,19 @@ func cpuOption(opts map[string]string) (int, bool) {
 // switchRate is how often records are read (-x switchrate), 0 for the
 // engine's default.
 func switchRate(opts map[string]string) time.Duration {
-	d, _ := engine.ParseRate(opts["switchrate"])
+	return rateOption(opts, "switchrate")
+}
+
+// rateOption is a rate option's period, 0 when not set.
+func rateOption(opts map[string]string, name string) time.Duration {
+	d, _ := engine.ParseRate(opts[name])
 	return d
+}
+
+// printSize is -x printsize, 0 when not set.
+func printSize(opts map[string]string) int {
+	n, _ := engine.ParseSize(opts["printsize"], 0)
+	return int(n)
 }
 
 // specSize is what a speculation may hold (-x specsize), 0 for the

@@ -33,7 +33,7 @@ type Options struct {
 	DefaultArgs  bool     // -x defaultargs: missing $N are 0 / ""
 	ArgRef       bool     // -x argref: arguments need not all be referenced
 	StackFrames  int      // -x stackframes: stack( )'s default depth (20 when 0)
-	UStackFrames int      // -x ustackframes: ustack( )'s default depth (20 when 0)
+	UStackFrames int      // -x ustackframes: ustack( )'s default depth (100 when 0)
 	Version      string   // -x version: the D version asked for ("" for the latest)
 	MaxFrames    int      // -x maxframes: the deepest stack (when not 0), less deep ones asked for cut to it
 	TupleRegs    int      // -x tregs: keys are at most one more (8 when 0)
@@ -51,7 +51,9 @@ type Info struct {
 	// Probes lists every matched probe once, in order of first match.
 	Probes []*providers.Probe
 	// ClausesOf lists, per probe ID, the clauses that fire on it, in
-	// program order.
+	// program order; a clause appears once for each of its descriptions
+	// that matches the probe, since DTrace makes an enabling of each
+	// description, and each enabling runs the clause.
 	ClausesOf map[int][]*Clause
 	Globals   []*Var // global scalars and associative arrays
 	Threads   []*Var // self-> variables
@@ -66,6 +68,7 @@ type Info struct {
 
 	globals  map[string]*Var
 	typedefs map[string]*types.Type
+	defining map[string]bool // the struct and union tags being laid out
 	inlines  map[string]*Inline
 	// inlineArrays are inlines with keys ("inline fileinfo_t fds[int fd]
 	// = ...;"), expanded where they are indexed.
@@ -91,6 +94,11 @@ type Clause struct {
 	*ast.Clause
 	Index  int
 	Probes []*providers.Probe
+	// Matched counts the probes each description matched, summed over
+	// the descriptions, as dtrace's "matched N probes" does.
+	Matched int
+	// times counts, per probe ID, the descriptions that matched it.
+	times map[int]int
 }
 
 // Var is a variable: a global, an associative array (Keys not nil), a
@@ -142,11 +150,13 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		locals:    map[string]*Var{},
 		aggs:      map[string]*Agg{},
 	}
-	// Address families, as DTrace's net.d library defines them.
-	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10} {
+	// Address families and link types, as DTrace's net.d library
+	// defines them.
+	for name, v := range map[string]uint64{"AF_INET": 2, "AF_INET6": 10, "ARPHRD_ETHER": 1, "ARPHRD_INFINIBAND": 32} {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: v, Text: strconv.FormatUint(v, 10)}}
 	}
-	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.VoidPtr, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
+	// As DTrace's "inline long NULL = 0;".
+	in.inlines["NULL"] = &Inline{Name: "NULL", Type: types.LongT, Init: &ast.IntLit{Pos: source.NoPos, Text: "0"}}
 	// The register names uregs[] takes, as DTrace's regs.d defines them.
 	for name, v := range providers.UserRegNames() {
 		in.inlines[name] = &Inline{Name: name, Type: types.IntT, Init: &ast.IntLit{Pos: source.NoPos, Val: uint64(v), Text: strconv.Itoa(v)}}
@@ -165,15 +175,16 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	}
 	seen := map[int]bool{}
 	for i, c := range prog.Clauses {
-		cl := &Clause{Clause: c, Index: i}
+		cl := &Clause{Clause: c, Index: i, times: map[int]int{}}
 		in.file = c.File
 		for _, d := range c.Descs {
 			probes, err := in.match(d)
 			if err != nil {
 				return nil, err
 			}
+			cl.Matched += len(probes)
 			for _, p := range probes {
-				if !containsProbe(cl.Probes, p) {
+				if cl.times[p.ID]++; cl.times[p.ID] == 1 {
 					cl.Probes = append(cl.Probes, p)
 				}
 			}
@@ -184,7 +195,9 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 				seen[p.ID] = true
 				in.Probes = append(in.Probes, p)
 			}
-			in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+			for range cl.times[p.ID] {
+				in.ClausesOf[p.ID] = append(in.ClausesOf[p.ID], cl)
+			}
 		}
 	}
 	var later []*Clause
@@ -239,15 +252,6 @@ func (in *Info) unusedPragmas() error {
 		return in.errorf(p.Pos, "D_PRAGMA_UNUSED", "unused #pragma %s", f[1])
 	}
 	return nil
-}
-
-func containsProbe(list []*providers.Probe, p *providers.Probe) bool {
-	for _, q := range list {
-		if q.ID == p.ID {
-			return true
-		}
-	}
-	return false
 }
 
 func (in *Info) errorf(p source.Pos, tag, format string, args ...any) error {
@@ -388,8 +392,11 @@ func (in *Info) match(d *ast.ProbeDesc) ([]*providers.Probe, error) {
 	if in.Opts.Probes != nil {
 		probes, err = in.Opts.Probes.Match(desc)
 		var np *providers.NoProbeError
+		var te *providers.TagError
 		if errors.As(err, &np) {
 			probes, why = nil, " ("+np.Reason+")"
+		} else if errors.As(err, &te) {
+			return nil, in.errorf(d.Pos, te.Tag, "%v", err)
 		} else if err != nil {
 			return nil, in.errorf(d.Pos, "D_PDESC_INVAL", "%v", err)
 		}
@@ -429,6 +436,14 @@ func (in *Info) clause(cl *Clause) error {
 		envs = append(envs, &Env{})
 	}
 	for _, env := range envs {
+		// The body first, as DTrace cooks it: a variable the clause's
+		// body creates may be read in its predicate. When the body reads
+		// a variable that only the predicate creates, the predicate
+		// goes first and the body is checked again.
+		bodyErr := in.stmts(cl.Body, env)
+		if bodyErr != nil && (cl.Pred == nil || !undefinedVar(bodyErr)) {
+			return inRegion(bodyErr, "action list")
+		}
 		if cl.Pred != nil {
 			t, err := in.TypeOf(cl.Pred, env)
 			// An array's name is its address elsewhere, but an array
@@ -448,11 +463,19 @@ func (in *Info) clause(cl *Clause) error {
 				return inRegion(err, "predicate")
 			}
 		}
-		if err := in.stmts(cl.Body, env); err != nil {
-			return inRegion(err, "action list")
+		if bodyErr != nil {
+			if err := in.stmts(cl.Body, env); err != nil {
+				return inRegion(err, "action list")
+			}
 		}
 	}
 	return nil
+}
+
+// undefinedVar says err is DTrace's error for a variable not yet known.
+func undefinedVar(err error) bool {
+	var e *source.Error
+	return errors.As(err, &e) && (e.Tag == "D_IDENT_UNDEF" || e.Tag == "D_VAR_UNDEF")
 }
 
 // Clause flags: what a clause's actions so far have done, in the order
@@ -656,6 +679,7 @@ var Builtins = map[string]*types.Type{
 	"probefunc": types.StringT(0), "probename": types.StringT(0),
 	"epid": types.UintT, "id": types.UintT,
 	"curthread": types.VoidPtr, // typed from the kernel's BTF when used
+	"curcpu":    types.VoidPtr, // typed as sched.d's cpuinfo_t * when used
 	// The process's working and root directories, strsize long.
 	"cwd": types.StringT(-1), "root": types.StringT(-1),
 	// The stack's built-ins (codegen/stackvars.go).

@@ -54,6 +54,12 @@ func (in *Info) decls() error {
 			return err
 		}
 		if in.defined(d.Name) {
+			if _, td := in.typedefs[d.Name]; d.Typedef && td {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "typedef redeclared: %s", d.Name)
+			}
+			if d.Typedef {
+				return in.errorf(d.Pos, "D_DECL_IDRED", "global variable identifier redeclared: %s", d.Name)
+			}
 			if d.Inline {
 				return in.errorf(d.Pos, "D_DECL_IDRED", "identifier redefined: %s\n\t current: inline definition\n\tprevious: %s", d.Name, in.idKind(d.Name))
 			}
@@ -280,6 +286,26 @@ func isActionFunc(name string) bool {
 // InlineOf returns the inline constant called name, or nil.
 func (in *Info) InlineOf(name string) *Inline { return in.inlines[name] }
 
+// constInlineType is the type of a reference to an inline whose value is
+// an integer literal (NULL, an enumerator, "inline long X = 5;"): DTrace
+// puts the literal itself in its place, of the literal's type, not the
+// declared one (so sizeof (NULL) is 4). nil for any other inline.
+func (in *Info) constInlineType(il *Inline) *types.Type {
+	lit, ok := Unparen(il.Init).(*ast.IntLit)
+	if !ok || !il.Type.IsInt() && il.Type.Kind != types.Pointer || strings.HasPrefix(lit.Text, "-") {
+		return nil // (an enumerator's negative value is its enum's)
+	}
+	return literalType(lit)
+}
+
+// InlineType is the type a reference to inline il has.
+func (in *Info) InlineType(il *Inline) *types.Type {
+	if t := in.constInlineType(il); t != nil {
+		return t
+	}
+	return il.Type
+}
+
 // typeDef defines a struct, union or enum the program declares. An enum's
 // items become integer constants; its type is int.
 func (in *Info) typeDef(d *ast.Decl) error {
@@ -297,22 +323,22 @@ func (in *Info) typeDef(d *ast.Decl) error {
 				return in.errorf(item.Next, "D_UNKNOWN", "failed to define enumerator '%s': Duplicate member or variable name", item.Name)
 			}
 			mine[item.Name] = true
+			// DTrace checks an enumerator when its parser has read the
+			// token after it: the errors are on that token's line.
 			if item.Value != nil {
 				v, ok := in.ConstInt(item.Value)
 				if !ok {
-					return in.errorf(item.Pos, "D_DECL_ENCONST", "enumerator '%s' must be assigned to an integral constant expression", item.Name)
+					return in.errorf(item.Next, "D_DECL_ENCONST", "enumerator '%s' must be assigned to an integral constant expression", item.Name)
 				}
 				next = v
 			}
-			// An enumerator is an int.
-			if next > math.MaxInt32 {
-				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MAX (%d)", item.Name, math.MaxInt32)
-			}
-			if next < math.MinInt32 {
-				return in.errorf(item.Pos, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MIN (%d)", item.Name, math.MinInt32)
+			// An enumerator is an int; DTrace names INT_MAX for a value
+			// out of range either way.
+			if next > math.MaxInt32 || next < math.MinInt32 {
+				return in.errorf(item.Next, "D_DECL_ENOFLOW", "enumerator '%s' value overflows INT_MAX (%d)", item.Name, math.MaxInt32)
 			}
 			if in.defined(item.Name) {
-				return in.errorf(item.Pos, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
+				return in.errorf(item.Next, "D_DECL_IDRED", "identifier redeclared: %s", item.Name)
 			}
 			in.inlines[item.Name] = &Inline{Name: item.Name, Type: types.IntT, Init: &ast.IntLit{Pos: item.Pos, Val: uint64(next), Text: strconv.FormatInt(next, 10)}}
 			enum.Values = append(enum.Values, btf.EnumValue{Name: item.Name, Value: uint64(next)})
@@ -322,7 +348,12 @@ func (in *Info) typeDef(d *ast.Decl) error {
 		in.typedefs[full] = &types.Type{Kind: types.Int, Size: 4, Signed: true, Name: full, BTF: enum}
 		return nil
 	}
+	if in.defining == nil {
+		in.defining = map[string]bool{}
+	}
+	in.defining[full] = true
 	t, err := in.layout(def)
+	delete(in.defining, full)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 // dtraceTags are the compile-error tags DTrace has (dt_errtags.h): -x
 // errtags must print one of these, never a tag of dstar's own.
+// (D_PRINT_SIZE is Oracle's.)
 var dtraceTags = map[string]bool{}
 
 func init() {
@@ -43,7 +44,7 @@ func init() {
 		"D_PRINTA_AGGBAD", "D_PRINTA_AGGKEY", "D_PRINTA_AGGPROTO", "D_PRINTA_PROTO", "D_PRINTF_AGG_CONV",
 		"D_PRINTF_ARG_EXTRA", "D_PRINTF_ARG_FMT", "D_PRINTF_ARG_PROTO", "D_PRINTF_ARG_TYPE",
 		"D_PRINTF_DYN_PROTO", "D_PRINTF_DYN_TYPE", "D_PRINTF_FMT_EMPTY", "D_PRINT_AGG", "D_PRINT_DYN",
-		"D_PRINT_VOID", "D_PROC_ALIGN", "D_PROC_BADPID", "D_PROC_BADPROV", "D_PROC_CREATEFAIL",
+		"D_PRINT_SIZE", "D_PRINT_VOID", "D_PROC_ALIGN", "D_PROC_BADPID", "D_PROC_BADPROV", "D_PROC_CREATEFAIL",
 		"D_PROC_DYN", "D_PROC_FUNC", "D_PROC_GRAB", "D_PROC_LIB", "D_PROC_NAME", "D_PROC_NODEV",
 		"D_PROC_OFF", "D_PROC_USDT", "D_PROTO_ARG", "D_PROTO_LEN", "D_PROV_BADNAME", "D_PROV_INCOMPAT",
 		"D_PROV_PRARGLEN", "D_PROV_PRDUP", "D_PROV_PRXLATOR", "D_QUANT_PROTO", "D_REGS_IDX",

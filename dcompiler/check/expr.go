@@ -62,7 +62,7 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		if !ct.IsScalar() {
-			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: operand must be of scalar type")
+			return nil, in.errorf(e.C.Start(), "D_OP_SCALAR", "operator ?: expression must be of scalar type")
 		}
 		t, err := in.TypeOf(e.T, env)
 		if err != nil {
@@ -74,6 +74,9 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		}
 		if t.IsString() != f.IsString() {
 			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operator ?: operands must have compatible types")
+		}
+		if isActionCall(e.T) || isActionCall(e.F) {
+			return nil, in.errorf(e.Pos, "D_OP_ACT", "action cannot be used in a conditional context")
 		}
 		if t.Kind == types.Struct || f.Kind == types.Struct {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "operator ?: on struct or union values is not supported yet")
@@ -180,6 +183,20 @@ func baseTypeWords(name string) bool {
 }
 
 func (in *Info) typeName(tn *ast.TypeName) (*types.Type, error) {
+	if kind, tag, ok := strings.Cut(tn.Name, " "); ok && strings.Contains(tag, "`") {
+		if _, ok := in.typedefs[tn.Name]; !ok {
+			// A tag scoped to a module: D's (and C's, the
+			// preprocessor's) are the program's own types; any other
+			// module's are the kernel's, whose BTF holds them all.
+			mod, name, _ := strings.Cut(tag, "`")
+			scoped := *tn
+			scoped.Name = kind + " " + name
+			if _, mine := in.typedefs[scoped.Name]; (mod == "D" || mod == "C") && !mine {
+				return nil, in.errorf(tn.Pos, "D_TYPE_ERR", "unknown type %s", tn.Name)
+			}
+			return in.typeName(&scoped)
+		}
+	}
 	t, err := types.Named(tn.Name)
 	if td, ok := in.typedefs[tn.Name]; ok {
 		t, err = td, nil
@@ -226,6 +243,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		if xl := in.xlateOf(e); xl != nil && !env.Decl {
 			return nil, in.errorf(e.Pos, "D_CG_DYN", "a translated %s may only be used with -> or . to read one of its members", spell(xl.Type))
 		}
+		if t := in.constInlineType(il); t != nil {
+			return t, nil
+		}
 		return il.Type, nil
 	}
 	if in.inlineArrays[e.Name] != nil {
@@ -238,18 +258,30 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		}
 		return &types.Type{Kind: types.Pointer, Size: 8, Name: "struct task_struct *", Elem: task}, nil
 	}
+	if e.Name == "curcpu" {
+		ci := in.typedefs["cpuinfo_t"]
+		if ci == nil {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "curcpu: cpuinfo_t is not defined (sched.d)")
+		}
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: "cpuinfo_t *", Elem: ci}, nil
+	}
 	if t, ok := Builtins[e.Name]; ok {
 		if t.Kind == types.String && t.Size < 0 {
 			return types.StringT(in.Opts.StrSize), nil
 		}
 		if t.Kind == types.String && t.Size == 0 {
-			return types.StringT(len(ProbeString(e.Name, env.Probe)) + 1), nil
+			// Cut at strsize, as a literal is.
+			n := len(ProbeString(e.Name, env.Probe)) + 1
+			if in.Opts.StrSize > 0 {
+				n = min(n, in.Opts.StrSize)
+			}
+			return types.StringT(n), nil
 		}
 		return t, nil
 	}
 	if v := in.globals[e.Name]; v != nil {
 		if v.Keys != nil {
-			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "%s is an associative array and requires an index", e.Name)
+			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "associative array '%s' may not be referenced as scalar", e.Name)
 		}
 		// A char array reads as the string in it, as in DTrace; any
 		// other array's name is the address of its first element.
@@ -295,6 +327,12 @@ func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
 		}
 	}
 	return nil, nil
+}
+
+// isActionCall reports whether e is a call of one of D's actions.
+func isActionCall(e ast.Expr) bool {
+	call, ok := Unparen(e).(*ast.Call)
+	return ok && isActionFunc(call.Fn)
 }
 
 func isAction(name string) bool {
@@ -622,7 +660,7 @@ func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
 		return nil, err
 	}
 	if !t.IsScalar() {
-		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires an operand of scalar type")
+		return nil, in.errorf(x.Start(), "D_OP_SCALAR", "operator ++ requires operand of scalar type")
 	}
 	return t, nil
 }
@@ -694,6 +732,13 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		}
 		return types.IntT, nil
 	}
+	if StringOffset(e, x, y) {
+		// s + i: the string from its character i on.
+		if x.IsString() {
+			return x, nil
+		}
+		return y, nil
+	}
 	if !x.IsScalar() || !y.IsScalar() {
 		// As DTrace words it: bitwise operators, shifts and % want
 		// integers, the others arithmetic types.
@@ -722,6 +767,19 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	return types.Arith(x, y), nil
 }
 
+// StringOffset reports whether e, of operand types x and y, is a string
+// plus or minus an integer, which D types as the string that starts that
+// many characters on.
+func StringOffset(e *ast.Binary, x, y *types.Type) bool {
+	switch e.Op {
+	case "+":
+		return x.IsString() && y.IsInt() || x.IsInt() && y.IsString()
+	case "-":
+		return x.IsString() && y.IsInt()
+	}
+	return false
+}
+
 // ptrIntMix reports whether assigning rhs, of type rt, to a pointer or
 // integer of type lt mixes a pointer with an integer other than 0.
 func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
@@ -737,7 +795,7 @@ func (in *Info) ptrIntMix(lt, rt *types.Type, rhs ast.Expr) bool {
 
 // StringNullCompare reports whether e is a string compared for (in)equality
 // with NULL (or 0), as DTrace allows for a string a subroutine such as
-// strtok returned: dstar's strings are values, and a NULL one is empty.
+// strtok returned (see the codegen's nullString).
 func (in *Info) StringNullCompare(e *ast.Binary) bool {
 	if e.Op != "==" && e.Op != "!=" {
 		return false
@@ -763,6 +821,13 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	}
 	if agg, ok := AggTarget(e.LHS); ok {
 		return in.aggAssign(e, agg, env)
+	}
+	if r, ok := RefOf(e.LHS); ok && e.Op != "=" && in.Lookup(r) == nil {
+		// x op= y reads x first: as in dtrace, x must be declared or
+		// assigned before (x++ alone may start a variable).
+		if id, isID := Unparen(e.LHS).(*ast.Ident); !isID || !isReserved(id.Name) && in.inlines[id.Name] == nil && ArgIndex(id.Name) < 0 {
+			return nil, in.errorf(r.Pos, "D_VAR_UNDEF", "%s has not yet been declared or assigned", r)
+		}
 	}
 	rt, err := in.TypeOf(e.RHS, env)
 	if err != nil {
@@ -798,8 +863,10 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(e.Pos, "D_OP_VFPTR", "operator %s requires left-hand scalar operand of known size", e.Op)
 		}
 	}
-	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) ||
-		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) ||
+	// A char * may point at a string, as in dtrace.
+	charPtr := lt.Kind == types.Pointer && lt.Elem != nil && lt.Elem.Kind == types.Int && lt.Elem.Size == 1
+	if lt.IsString() != rt.IsString() && !(lt.IsString() && e.Op == "=" && in.isZero(e.RHS)) && !(charPtr && e.Op == "=") ||
+		(lt.Kind == types.Struct || rt.Kind == types.Struct) && !SameStruct(lt, rt) && !in.DeletesStruct(e) ||
 		(lt.Kind == types.Float || rt.Kind == types.Float) && !sameFloat(lt, rt) ||
 		e.Op == "=" && in.ptrIntMix(lt, rt, e.RHS) {
 		// As dtrace's dt_node_is_ptrcompat, an integer and a pointer
@@ -1101,7 +1168,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			return nil, err
 		}
 		return types.VoidT, nil
-	case "stop":
+	case "stop", "panic", "breakpoint":
 		in.Destructive = true
 		if len(e.Args) != 0 {
 			return nil, protoLen(0)
@@ -1250,7 +1317,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			if el != nil {
 				name = el.Name
 			}
-			return nil, in.errorf(e.Args[0].Start(), "D_PRINT_VOID", "print( ) argument #1 reference has type '%s' with size 0; cannot print( ) it.", name)
+			return nil, in.errorf(e.Args[0].Start(), "D_PRINT_SIZE", "print( ) argument #1 reference has type '%s' with size 0; cannot print( ) it.", name)
 		}
 		return types.VoidT, nil
 	case "tracemem":
@@ -1419,8 +1486,9 @@ func (in *Info) StringIndex(e *ast.Index, env *Env) bool {
 		return false
 	}
 	if r, ok := RefOf(e.X); ok {
+		// x[i], or a[k][i] where a's elements are strings.
 		v := in.Lookup(r)
-		return v != nil && v.Keys == nil && v.Type.IsString()
+		return v != nil && (v.Keys == nil) == (r.Keys == nil) && v.Type.IsString()
 	}
 	if _, ok := Unparen(e.X).(*ast.AggVar); ok {
 		return false
@@ -1894,6 +1962,11 @@ func PositionalArg(p *providers.Probe, n int) *providers.Arg {
 // offsetOf resolves offsetof(struct X, member).
 func (in *Info) offsetOf(e *ast.OffsetOf) (int, error) {
 	t, err := in.typeName(e.Type)
+	if err != nil && in.incomplete(e.Type, "") != nil {
+		// A tag no one defined is an incomplete type to DTrace, no
+		// struct.
+		return 0, in.errorf(e.Pos, "D_OFFSETOF_TYPE", "offsetof operand must be a struct or union type")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -1979,7 +2052,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() {
+	// An array of structs too, for x->m[i].f and &x->m[i].
+	if mt.Kind != types.Array || mt.Elem == nil || !mt.Elem.IsScalar() && mt.Elem.Kind != types.Struct {
 		return 0, nil, nil
 	}
 	if len(e.Keys) != 1 {
@@ -1992,7 +2066,8 @@ func (in *Info) MemberArray(e *ast.Index, env *Env) (int, *types.Type, error) {
 	if !kt.IsInt() {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_OP_INT", "index of %s must be an integer", m.Name)
 	}
-	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || int(i) >= mt.Len) {
+	// A flexible array member (m[]) has no bound to check.
+	if i, ok := in.ConstInt(e.Keys[0]); ok && (i < 0 || mt.Len > 0 && int(i) >= mt.Len) {
 		return 0, nil, in.errorf(e.Keys[0].Start(), "D_ARR_BOUNDS", "index outside array bounds: %d, max is %d", uint64(i), mt.Len)
 	}
 	return off, mt, nil

@@ -30,7 +30,11 @@ func (in *Info) stackType(e *ast.Call, argTypes []*types.Type) (*types.Type, err
 		most, frames = 2, in.Opts.UStackFrames
 	}
 	if frames <= 0 {
+		// Oracle's defaults: 20 kernel frames, 100 user frames.
 		frames = 20
+		if user {
+			frames = 100
+		}
 	}
 	if len(e.Args) > most {
 		return nil, in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d args passed, at most %d expected", e.Fn, len(e.Args), most)

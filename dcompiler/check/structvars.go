@@ -21,18 +21,30 @@ import (
 const MaxStructVar = 4096
 
 // structVarOK checks that a variable of struct type t can be had: the
-// type complete, not the value of an associative array, not too big.
+// type complete, not too big.
 func (in *Info) structVarOK(pos source.Pos, name string, t *types.Type, scope Scope, assoc bool) error {
 	if t.Size <= 0 {
 		return in.errorf(pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", t.Name, name)
 	}
-	if assoc {
-		return in.errorf(pos, "D_UNKNOWN", "%s: associative arrays of %s are not supported", name, t.Name)
+	if assoc && t.Size > MaxStructVar {
+		return in.errorf(pos, "D_UNKNOWN", "%s: an associative array's %s may have at most %d bytes, not %d", name, t.Name, MaxStructVar, t.Size)
 	}
 	if scope != ScopeGlobal && t.Size > MaxStructVar {
 		return in.errorf(pos, "D_UNKNOWN", "%s: a thread-local or clause-local %s may have at most %d bytes, not %d", name, t.Name, MaxStructVar, t.Size)
 	}
 	return nil
+}
+
+// DeletesStruct reports whether e assigns 0 to a dynamic variable of
+// struct type (a thread-local, or an associative array's element): as
+// any dynamic variable assigned 0, it is freed.
+func (in *Info) DeletesStruct(e *ast.Assign) bool {
+	r, ok := RefOf(e.LHS)
+	if !ok || e.Op != "=" || r.Scope != ScopeThread && r.Keys == nil || !in.isZero(e.RHS) {
+		return false
+	}
+	v := in.Lookup(r)
+	return v != nil && v.Type.Kind == types.Struct
 }
 
 // SameStruct reports whether a and b are the same struct or union type,
@@ -59,8 +71,8 @@ func (in *Info) StructRoot(e ast.Expr) (VarRef, *Var, bool) {
 		}
 		return in.StructRoot(x.X)
 	case *ast.Index:
-		if _, isVar := RefOf(x); isVar {
-			return VarRef{}, nil, false
+		if r, isVar := RefOf(x); isVar {
+			return in.structVar(r) // an element of an associative array
 		}
 		if m, isMember := x.X.(*ast.Member); isMember && !m.Arrow {
 			return in.StructRoot(m)
@@ -76,14 +88,15 @@ func (in *Info) StructRoot(e ast.Expr) (VarRef, *Var, bool) {
 // structVar returns r and its variable when it is a struct-valued one.
 func (in *Info) structVar(r VarRef) (VarRef, *Var, bool) {
 	v := in.Lookup(r)
-	if v == nil || v.Keys != nil || v.Type.Kind != types.Struct {
+	if v == nil || (v.Keys == nil) != (r.Keys == nil) || v.Type.Kind != types.Struct {
 		return VarRef{}, nil, false
 	}
 	return r, v, true
 }
 
-// structKey refuses a struct value as key #i of an associative array or
-// an aggregation: keys are kept as integers and strings.
+// structKey refuses a struct value as key #i of an aggregation: its keys
+// are kept as integers and strings. (An associative array's key may be a
+// struct, compared by its bytes, as DTrace's are.)
 func (in *Info) structKey(k ast.Expr, t *types.Type, i int) error {
 	return in.errorf(k.Start(), "D_UNKNOWN", "%s expression may not be used as a key yet: key #%d", t, i+1)
 }
@@ -102,7 +115,8 @@ func (in *Info) incomplete(tn *ast.TypeName, name string) error {
 	// A tag not yet defined is a forward declaration, which DTrace's
 	// CTF names as a struct, even a union's.
 	fwd := tn.Name
-	if word == "union" {
+	if word == "union" && !in.defining[tn.Name] {
+		// (A union being defined is one already, only incomplete.)
 		fwd = "struct" + strings.TrimPrefix(fwd, "union")
 	}
 	return in.errorf(tn.Pos, "D_DECL_INCOMPLETE", "incomplete struct/union/enum %s: %s", fwd, name)

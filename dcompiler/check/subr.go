@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/ktypes"
 	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
@@ -14,6 +15,7 @@ type argKind int
 const (
 	argString argKind = iota
 	argInt
+	argPtr // a pointer to the type its prototype names, void *, or 0
 )
 
 // subr is a subroutine's prototype.
@@ -50,10 +52,16 @@ var Subroutines = map[string]subr{
 	"speculation": {nil, 0, "int", "void"},
 	"getmajor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"inet_ntoa":   {[]argKind{argInt}, 0, "string", "ipaddr_t *"},
-	"inet_ntoa6":  {[]argKind{argInt, argInt}, 1, "string", "in6_addr_t *, int"},
+	"inet_ntoa6":  {[]argKind{argPtr, argInt}, 1, "string", "in6_addr_t *, int"},
 	"inet_ntop":   {[]argKind{argInt, argInt}, 0, "string", "int, void *"},
+	"link_ntop":   {[]argKind{argInt, argPtr}, 0, "string", "int, void *"},
 	"getminor":    {[]argKind{argInt}, 0, "int", "dev_t"},
 	"progenyof":   {[]argKind{argInt}, 0, "int", "pid_t"},
+	// Linux has adaptive mutexes only (DTrace's own answer).
+	"mutex_owned":         {[]argKind{argPtr}, 0, "int", "struct mutex *"},
+	"mutex_owner":         {[]argKind{argPtr}, 0, "task", "struct mutex *"},
+	"mutex_type_adaptive": {[]argKind{argPtr}, 0, "int", "struct mutex *"},
+	"mutex_type_spin":     {[]argKind{argPtr}, 0, "int", "struct mutex *"},
 }
 
 // subrType checks a subroutine call and returns its result type.
@@ -64,8 +72,11 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 	protos := strings.Split(sr.proto, ", ")
 	for i, t := range argTypes {
 		ok := in.StringArg(t, e.Args[i])
-		if sr.args[i] == argInt {
+		switch sr.args[i] {
+		case argInt:
 			ok = t.IsScalar()
+		case argPtr:
+			ok = in.ptrArg(t, e.Args[i], strings.TrimSuffix(protos[i], " *"))
 		}
 		if !ok {
 			// dtrace names the parameter's C type; a string is a char *.
@@ -91,6 +102,8 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 			size = 16
 		case "inet_ntoa6", "inet_ntop":
 			size = 48
+		case "link_ntop":
+			size = 60 // an InfiniBand address: 20 bytes of "xx:"
 		}
 		// No string is longer than strsize.
 		return types.StringT(min(size, in.Opts.StrSize)), nil
@@ -104,6 +117,12 @@ func (in *Info) subrType(e *ast.Call, sr subr, argTypes []*types.Type) (*types.T
 		return types.FromC("uint32_t", 4, false), nil
 	case "uint64":
 		return types.Uint64T, nil
+	case "task":
+		kt, err := ktypes.Lookup("struct task_struct")
+		if err != nil {
+			return nil, in.errorf(e.Pos, "D_TYPE_ERR", "%s( ) needs the kernel's struct task_struct: %v", e.Fn, err)
+		}
+		return &types.Type{Kind: types.Pointer, Size: 8, Name: kt.Name + " *", Elem: kt}, nil
 	}
 	return types.IntT, nil
 }
@@ -124,6 +143,23 @@ func (in *Info) argCount(e *ast.Call, least, most int) error {
 		want = fmt.Sprintf("at most %d", most)
 	}
 	return in.errorf(e.Pos, "D_PROTO_LEN", "%s( ) prototype mismatch: %d arg%s passed, %s expected", e.Fn, n, plural(n), want)
+}
+
+// ptrArg reports whether an argument of type t may be passed for a
+// parameter that points to the type named elem, by DTrace's rule for
+// pointers: a pointer (or array) to that type or to void, or the
+// constant 0; no other integer.
+func (in *Info) ptrArg(t *types.Type, arg ast.Expr, elem string) bool {
+	if _, lit := Unparen(arg).(*ast.StrLit); t.IsString() && !lit {
+		return elem == "void" // a char array in memory: its address
+	}
+	if t.Kind != types.Pointer && t.Kind != types.Array {
+		return t.IsInt() && in.isZero(arg)
+	}
+	if elem == "in6_addr_t" {
+		elem = "struct in6_addr" // as typeName resolves it
+	}
+	return elem == "void" || t.Elem == nil || t.Elem.Kind == types.Void || t.Elem.Name == elem
 }
 
 // StringArg reports whether an argument of type t may stand for a string,

@@ -134,6 +134,14 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		return err
 	}
 	if (v.Keys == nil) != (r.Keys == nil) {
+		if r.Scope == ScopeGlobal {
+			// DTrace's words for a global used as the other kind.
+			have, as := "associative array", "scalar"
+			if v.Keys == nil {
+				have, as = as, have
+			}
+			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s '%s' may not be referenced as %s", have, r.Name, as)
+		}
 		if v.Keys == nil {
 			return in.errorf(r.Pos, "D_IDENT_BADREF", "%s is not an array", r)
 		}
@@ -147,10 +155,12 @@ func (in *Info) checkKeys(v *Var, r VarRef, env *Env) error {
 		if err != nil {
 			return err
 		}
-		if t.Kind == types.Struct || t.Kind == types.Float {
+		if t.Kind == types.Float {
 			return in.structKey(k, t, i)
 		}
-		if t.IsString() != v.Keys[i].IsString() || t.Kind == types.Void {
+		pk := v.Keys[i]
+		if t.IsString() != pk.IsString() || t.Kind == types.Void ||
+			(t.Kind == types.Struct || pk.Kind == types.Struct) && !SameStruct(t, pk) {
 			return in.errorf(k.Start(), "D_PROTO_ARG", "%s[ ] key #%d is incompatible with prototype:\n\tprototype: %s\n\t      key: %s", r.Name, i+1, v.Keys[i], t)
 		}
 		if t.IsString() && t.Size > v.Keys[i].Size {
@@ -184,8 +194,11 @@ func (in *Info) declare(r VarRef, t *types.Type, env *Env) (*Var, error) {
 		if kt.Kind == types.Void {
 			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "void expression may not be used as associative array index: key #%d", i+1)
 		}
-		if kt.Kind == types.Struct || kt.Kind == types.Float {
+		if kt.Kind == types.Float {
 			return nil, in.structKey(k, kt, i)
+		}
+		if kt.Kind == types.Struct && kt.Size <= 0 {
+			return nil, in.errorf(k.Start(), "D_KEY_TYPE", "%s expression may not be used as associative array index: key #%d", kt, i+1)
 		}
 		if kt.IsString() {
 			kt = types.StringT(in.Opts.StrSize)
@@ -233,7 +246,8 @@ func (in *Info) predeclare() {
 					return
 				}
 				r, ok := RefOf(a.LHS)
-				if !ok || in.Lookup(r) != nil {
+				// x op= y declares nothing: x must exist already.
+				if !ok || in.Lookup(r) != nil || a.Op != "=" {
 					return
 				}
 				if t, err := in.TypeOf(a.RHS, env); err == nil && t.Kind != types.Void {

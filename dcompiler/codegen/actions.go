@@ -390,13 +390,21 @@ func (pg *probeGen) bytesAddr(e ast.Expr) (addr ast.Expr, str bool) {
 	if err != nil || !t.IsString() {
 		return e, false
 	}
-	if m, ok := check.Unparen(e).(*ast.Member); ok {
-		first := &ast.Unary{Pos: m.Pos, Op: "&", X: &ast.Index{Pos: m.Pos, X: m, Keys: []ast.Expr{&ast.IntLit{Pos: m.Pos, Text: "0"}}}}
+	// A char array in memory, a struct's member or a declared global
+	// (uint8_t a[20]), is its bytes from &x[0], NULs and all.
+	x := check.Unparen(e)
+	if _, ok := x.(*ast.Ident); ok || isMember(x) {
+		first := &ast.Unary{Pos: x.Start(), Op: "&", X: &ast.Index{Pos: x.Start(), X: x, Keys: []ast.Expr{&ast.IntLit{Pos: x.Start(), Text: "0"}}}}
 		if pt, err := pg.typeOf(first); err == nil && pt.Kind == types.Pointer {
 			return first, false
 		}
 	}
 	return e, true
+}
+
+func isMember(x ast.Expr) bool {
+	_, ok := x.(*ast.Member)
+	return ok
 }
 
 // traceMemCount records tracemem( )'s third argument, the bytes to print.

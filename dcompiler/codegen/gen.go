@@ -242,12 +242,12 @@ func (g *gen) layoutVars() {
 		g.vars[check.ScopeGlobal][v.Name] = gv
 		g.out.Globals = append(g.out.Globals, gv)
 	}
-	// Zeros for a thread-local struct a thread has not assigned: its
-	// members read from here. Before the arrays, where no pointer
+	// Zeros for a thread-local struct a thread has not assigned (or an
+	// associative array's element not there): its members read from here. Before the arrays, where no pointer
 	// store reaches.
 	g.zeroOff = gl
-	for _, v := range g.in.Threads {
-		if v.Type.Kind == types.Struct {
+	for _, v := range append(g.in.Threads, g.in.Globals...) {
+		if v.Type.Kind == types.Struct && (v.Scope == check.ScopeThread || v.Keys != nil) {
 			g.zeroSize = max(g.zeroSize, align8(v.Type.Size))
 		}
 	}
@@ -292,14 +292,14 @@ func (g *gen) layoutVars() {
 	g.scratchBase = loc
 }
 
-// keyLayout lays out a tuple key: integers as u64, strings in slots of
-// their size rounded to 8.
+// keyLayout lays out a tuple key: integers as u64, strings and structs
+// in slots of their size rounded to 8.
 func keyLayout(ts []*types.Type) ([]Datum, int) {
 	var ds []Datum
 	off := 0
 	for _, k := range ts {
 		size := 8
-		if k.IsString() || k.Kind == types.Stack || k.Kind == types.Sym {
+		if k.IsString() || k.Kind == types.Stack || k.Kind == types.Sym || k.Kind == types.Struct {
 			size = align8(k.Size)
 		}
 		ds = append(ds, Datum{Off: off, Size: size, Type: k})
@@ -343,6 +343,17 @@ func (g *gen) layoutAggs() {
 	}
 }
 
+// cpuInfoMap declares the map curcpu points into, once, and names it.
+func (g *gen) cpuInfoMap() string {
+	if g.out.Maps[CPUInfoMap] == nil {
+		g.out.Maps[CPUInfoMap] = &ebpf.MapSpec{
+			Name: CPUInfoMap, Type: ebpf.PerCPUArray, KeySize: 4,
+			ValueSize: CPUInfoSize, MaxEntries: 1,
+		}
+	}
+	return CPUInfoMap
+}
+
 // maps declares the maps the programs use.
 func (g *gen) maps(stateSize int) {
 	g.out.Maps[StateMap] = &ebpf.MapSpec{
@@ -384,14 +395,16 @@ func (g *gen) maps(stateSize int) {
 			Name: l.Map, Type: ebpf.PerCPUHash, KeySize: uint32(l.KeySize),
 			ValueSize: uint32(l.ValueSize),
 		}
+		// As Oracle's: aggsize must hold one element of every aggregation,
+		// keyed or not.
+		n := g.opts.AggSize / (l.KeySize + l.ValueSize)
+		if n == 0 {
+			g.out.BufTooSmall = true
+		}
 		if l.Array {
 			spec.Type = ebpf.PerCPUArray
 			spec.MaxEntries = 1
 		} else {
-			n := g.opts.AggSize / (l.KeySize + l.ValueSize)
-			if n == 0 {
-				g.out.BufTooSmall = true
-			}
 			spec.MaxEntries = uint32(max(n, 1))
 		}
 		g.out.Maps[l.Map] = spec
@@ -416,6 +429,7 @@ type probeGen struct {
 	fault       string // where a fault in the current clause jumps
 	drop        string // where speculate( ) on no active speculation drops the clause
 	lastLabel   string // made by labelNext
+	pinned      int    // scratch addresses stored in variables so far
 	raised      map[string]bool
 	epid        uint32
 	mayExit     bool              // a clause generated so far on this probe calls exit( )
@@ -831,13 +845,13 @@ func (pg *probeGen) stmts(list []ast.Stmt) error {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.ExprStmt:
-			mark := pg.scratch
+			mark, pinned := pg.scratch, pg.pinned
 			if err := pg.stmt(s.X); err != nil {
 				return err
 			}
 			// What the statement took from scratch serves the next one,
 			// unless a pointer to it may live on in a variable.
-			if !pointsIntoScratch(s.X) {
+			if !pointsIntoScratch(s.X) && pg.pinned == pinned {
 				pg.releaseScratch(mark)
 			}
 		case *ast.IfStmt:

@@ -13,7 +13,14 @@ const (
 	StateMap   = "state"   // per-CPU machine state (arguments, counters, scratch)
 	GlobalsMap = "globals" // one value: activity, clock offset, global variables
 	EventsMap  = "events"  // ring buffer of output records
+	// CPUInfoMap is a per-CPU array of one cpuinfo_t each (sched.d), which
+	// curcpu points into; user space fills it before tracing starts. Only
+	// a program that uses curcpu has it.
+	CPUInfoMap = "cpuinfo"
 )
+
+// CPUInfoSize is the size of sched.d's cpuinfo_t: four 32-bit IDs.
+const CPUInfoSize = 16
 
 // AggMap is the name of aggregation id's map.
 func AggMap(id int) string { return "agg_" + itoa(id) }

@@ -76,7 +76,7 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if e.Fn == "d_path" {
 			return pg.kernelPath(check.PathCall(e), base, off, size)
 		}
-		return pg.subrStr(e, base, off, size)
+		return pg.subrStr(e, base, off, size, false)
 	case *ast.Unary:
 		if e.Op == "*" {
 			// *p of a string pointer: the string at p.
@@ -120,6 +120,8 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if r, ok := check.RefOf(e); ok {
 			return pg.refStrInto(r, base, off, size)
 		}
+	case *ast.Binary:
+		return pg.strOffset(e, base, off, size)
 	case *ast.Assign:
 		// (x = s) as a string: the assignment, then x.
 		if r, ok := check.RefOf(e.LHS); ok && e.Op == "=" {
@@ -130,6 +132,119 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		}
 	}
 	return pg.errorf(e.Start(), "string expression is not supported here")
+}
+
+// nullString marks a NULL string where strings are kept by value: a
+// NUL and then 0x7f, as Oracle's DT_NULL_STRING, which no string stored
+// through strIntoOrNull or refStr leaves behind an empty one.
+const nullString = 0x7f00
+
+// nullStr writes the NULL marker at base+off when nullable, and otherwise
+// faults as a read of address 0 does; it reports whether the code falls
+// through (a jump after a fault would be unreachable).
+func (pg *probeGen) nullStr(base asm.Register, off, size int, nullable bool) bool {
+	if nullable && size >= 2 {
+		pg.emit(storeImm(base, int16(off), nullString, asm.Half))
+		return true
+	}
+	pg.raise(FaultBadAddr, asm.R0, false)
+	return false
+}
+
+// strIntoOrNull is strInto where a NULL string is a value, not a fault:
+// the right side of an assignment to a string variable, an operand of a
+// comparison. It writes the NULL marker for NULL.
+func (pg *probeGen) strIntoOrNull(e ast.Expr, base asm.Register, off, size int) error {
+	if n, ok := pg.in.ConstInt(e); ok && n == 0 {
+		pg.nullStr(base, off, size, true)
+		return nil
+	}
+	switch x := e.(type) {
+	case *ast.Paren:
+		return pg.strIntoOrNull(x.X, base, off, size)
+	case *ast.Cond:
+		f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
+		if err := pg.expr(x.C); err != nil {
+			return err
+		}
+		pg.emit(asm.JEq.Imm(asm.R0, 0, f))
+		if err := pg.strIntoOrNull(x.T, base, off, size); err != nil {
+			return err
+		}
+		pg.emit(asm.Ja.Label(end))
+		pg.label(f)
+		if err := pg.strIntoOrNull(x.F, base, off, size); err != nil {
+			return err
+		}
+		pg.label(end)
+		return nil
+	case *ast.Ident, *ast.Member, *ast.Index:
+		if id, ok := x.(*ast.Ident); ok && pg.in.InlineOf(id.Name) != nil {
+			break
+		}
+		if t, err := pg.typeOf(e); err == nil && t.IsString() {
+			if r, ok := check.RefOf(e); ok && pg.varOf(r) != nil {
+				return pg.refStr(r, base, off, size, true)
+			}
+		}
+	case *ast.Call:
+		switch x.Fn {
+		case "strchr", "strrchr", "strstr", "strtok":
+			return pg.subrStr(x, base, off, size, true)
+		}
+	}
+	if err := pg.strInto(e, base, off, size); err != nil {
+		return err
+	}
+	if size >= 2 {
+		// An empty string must not read as the NULL marker.
+		nonEmpty := pg.newLabel("str_nonempty")
+		pg.emit(asm.LoadMem(asm.R1, base, int16(off), asm.Byte))
+		pg.emit(asm.JNE.Imm(asm.R1, 0, nonEmpty))
+		pg.emit(storeImm(base, int16(off+1), 0, asm.Byte))
+		pg.label(nonEmpty)
+	}
+	return nil
+}
+
+// strOffset copies s + i (or i + s, or s - i): s from its character i
+// on, "" for an i outside s's buffer.
+func (pg *probeGen) strOffset(e *ast.Binary, base asm.Register, off, size int) error {
+	xt, err := pg.typeOf(e.X)
+	if err != nil {
+		return err
+	}
+	yt, err := pg.typeOf(e.Y)
+	if err != nil {
+		return err
+	}
+	if !check.StringOffset(e, xt, yt) {
+		return pg.errorf(e.Start(), "string expression is not supported here")
+	}
+	s, i, st := e.X, e.Y, xt
+	if !xt.IsString() {
+		s, i, st = e.Y, e.X, yt
+	}
+	tmp := pg.allocScratch(st.Size)
+	if err := pg.strInto(s, regState, tmp, st.Size); err != nil {
+		return err
+	}
+	if err := pg.expr(i); err != nil {
+		return err
+	}
+	if e.Op == "-" {
+		pg.emit(asm.Neg.Imm(asm.R0, 0))
+	}
+	in, done := pg.newLabel("stroff_in"), pg.newLabel("stroff_done")
+	// Unsigned: a negative offset is outside too.
+	pg.emit(asm.JLT.Imm(asm.R0, int32(st.Size), in))
+	pg.emit(storeImm(base, int16(off), 0, asm.Byte), asm.Ja.Label(done))
+	pg.label(in)
+	pg.addrOf(asm.R3, regState, tmp)
+	pg.emit(asm.Add.Reg(asm.R3, asm.R0))
+	pg.readStr(base, off, min(size, st.Size), asm.FnProbeReadKernelStr)
+	pg.label(done)
+	return nil
 }
 
 // literal stores s (cut to size-1 bytes) and its NUL.
@@ -269,16 +384,9 @@ func (pg *probeGen) fieldStr(e *ast.Member, base asm.Register, off, size int) er
 }
 
 // strCompare compares two strings into R0 (1 or 0), byte by byte up to
-// the shorter buffer, stopping at the first NUL.
+// the shorter buffer, stopping at the first NUL. NULL, the string
+// pointer 0 in DTrace, is less than any string and equal to itself.
 func (pg *probeGen) strCompare(e *ast.Binary) error {
-	if pg.in.StringNullCompare(e) {
-		// s == NULL: s is empty.
-		x, null := e.X, e.Y
-		if t, err := pg.typeOf(x); err != nil || !t.IsString() {
-			x, null = e.Y, e.X
-		}
-		e = &ast.Binary{Pos: e.Pos, Op: e.Op, X: x, Y: &ast.StrLit{Pos: null.Start(), Val: ""}}
-	}
 	xt, err := pg.typeOf(e.X)
 	if err != nil {
 		return err
@@ -287,13 +395,19 @@ func (pg *probeGen) strCompare(e *ast.Binary) error {
 	if err != nil {
 		return err
 	}
+	// A NULL operand takes the other's size.
+	if !xt.IsString() {
+		xt = yt
+	} else if !yt.IsString() {
+		yt = xt
+	}
 	// The operands are dead once compared: their scratch serves the
 	// next expression.
 	if mark := pg.scratch; !keepsScratch(e) {
 		defer pg.releaseScratch(mark)
 	}
 	xo := pg.allocScratch(xt.Size)
-	if err := pg.strInto(e.X, regState, xo, xt.Size); err != nil {
+	if err := pg.strIntoOrNull(e.X, regState, xo, xt.Size); err != nil {
 		return err
 	}
 	// A literal on the right is compared against immediates.
@@ -301,15 +415,35 @@ func (pg *probeGen) strCompare(e *ast.Binary) error {
 	yo := 0
 	if !isLit {
 		yo = pg.allocScratch(yt.Size)
-		if err := pg.strInto(e.Y, regState, yo, yt.Size); err != nil {
+		if err := pg.strIntoOrNull(e.Y, regState, yo, yt.Size); err != nil {
 			return err
 		}
 	}
+	nulls, strs, done := pg.newLabel("cmp_nulls"), pg.newLabel("cmp_strs"), pg.newLabel("cmp_done")
+	pg.emit(asm.LoadMem(asm.R4, regState, int16(xo), asm.Half))
+	if isLit {
+		pg.emit(asm.JNE.Imm(asm.R4, nullString, strs))
+		pg.emit(asm.Mov.Imm(asm.R1, -1))
+	} else {
+		pg.emit(asm.LoadMem(asm.R5, regState, int16(yo), asm.Half))
+		pg.emit(asm.JEq.Imm(asm.R4, nullString, nulls))
+		pg.emit(asm.JNE.Imm(asm.R5, nullString, strs))
+		pg.emit(asm.Mov.Imm(asm.R1, 1))
+	}
+	pg.emit(asm.Ja.Label(done))
+	if !isLit {
+		pg.label(nulls)
+		pg.emit(asm.Mov.Imm(asm.R1, 0))
+		pg.emit(asm.JEq.Imm(asm.R5, nullString, done))
+		pg.emit(asm.Mov.Imm(asm.R1, -1))
+		pg.emit(asm.Ja.Label(done))
+	}
+	pg.label(strs)
 	n := min(xt.Size, yt.Size)
 	if isLit {
 		n = min(xt.Size, len(lit)+1)
 	}
-	less, greater, equal, done := pg.newLabel("lt"), pg.newLabel("gt"), pg.newLabel("eq"), pg.newLabel("cmp_done")
+	less, greater, equal := pg.newLabel("lt"), pg.newLabel("gt"), pg.newLabel("eq")
 	if !isLit {
 		// Two strings known only at run time: a loop, whose ways out
 		// the verifier explores one iteration at a time, where an

@@ -39,6 +39,12 @@ func (pg *probeGen) structAddr(e ast.Expr) error {
 		if v, ix := pg.arrayIndexOf(x); v != nil {
 			return pg.arrayAddr(v, ix.Keys[0], true)
 		}
+		if _, at, _ := pg.in.MemberArray(x, pg.env); at != nil {
+			return pg.memberElemAddr(x)
+		}
+		if r, ok := check.RefOf(x); ok {
+			return pg.varAddr(r) // an associative array's element
+		}
 	case *ast.Assign:
 		// (x = y).m and a = b = c: the value assigned is the left's.
 		if err := pg.assign(x); err != nil {
@@ -50,13 +56,14 @@ func (pg *probeGen) structAddr(e ast.Expr) error {
 }
 
 // varAddr leaves in R0, as a number, the address of struct variable r.
-// A thread-local the thread has not assigned reads as zeros.
+// A thread-local the thread has not assigned, or an associative array's
+// element not there, reads as zeros.
 func (pg *probeGen) varAddr(r check.VarRef) error {
 	v := pg.varOf(r)
-	switch v.Scope {
-	case check.ScopeGlobal:
+	switch {
+	case v.Map == "" && v.Scope == check.ScopeGlobal:
 		pg.globalsAddr(asm.R0)
-	case check.ScopeClause:
+	case v.Map == "":
 		pg.emit(asm.StoreMem(regState, stSelf, regState, asm.DWord))
 		pg.emit(asm.LoadMem(asm.R0, regState, stSelf, asm.DWord))
 	default:
@@ -82,12 +89,13 @@ func (pg *probeGen) varAddr(r check.VarRef) error {
 	return nil
 }
 
-// ensureElem gives thread-local struct r an element of zeros when the
-// thread has none, so that a store to one of its members has a place.
-// A full map leaves it without: varMemPtr counts the drop.
+// ensureElem gives dynamic struct variable r (a thread-local, an
+// associative array's element) an element of zeros when it has none, so
+// that a store to one of its members has a place. A full map leaves it
+// without: varMemPtr counts the drop.
 func (pg *probeGen) ensureElem(r check.VarRef) error {
 	v := pg.varOf(r)
-	if v.Scope != check.ScopeThread {
+	if v.Map == "" {
 		return nil
 	}
 	keyOff, err := pg.lookupElem(v, r)
@@ -114,8 +122,8 @@ func (pg *probeGen) varMemPtr(r check.VarRef, slot, n int) (skip string, err err
 	v := pg.varOf(r)
 	base := pg.allocScratch(8)
 	var ptr int16
-	switch v.Scope {
-	case check.ScopeThread:
+	switch {
+	case v.Map != "":
 		skip = pg.newLabel("struct_drop")
 		if _, err := pg.lookupElem(v, r); err != nil {
 			return "", err
@@ -140,7 +148,7 @@ func (pg *probeGen) varMemPtr(r check.VarRef, slot, n int) (skip string, err err
 	}
 	bad, ok := pg.newLabel("var_mem_bad"), pg.newLabel("var_mem_ok")
 	lo, hi := v.Off, v.Off+v.Type.Size-n
-	if v.Scope == check.ScopeThread {
+	if v.Map != "" {
 		lo, hi = 0, v.Type.Size-n
 	}
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(slot), asm.DWord))
@@ -151,11 +159,11 @@ func (pg *probeGen) varMemPtr(r check.VarRef, slot, n int) (skip string, err err
 	pg.emit(asm.LoadMem(asm.R1, regState, int16(slot), asm.DWord))
 	pg.raise(FaultBadAddr, asm.R1, true)
 	pg.label(ok)
-	switch v.Scope {
-	case check.ScopeThread:
+	switch {
+	case v.Map != "":
 		pg.emit(asm.LoadMem(asm.R1, asm.RFP, ptr, asm.DWord))
 		pg.depth--
-	case check.ScopeClause:
+	case v.Scope == check.ScopeClause:
 		pg.emit(asm.Mov.Reg(asm.R1, regState))
 	default:
 		pg.emit(asm.Mov.Reg(asm.R1, regGlob))
@@ -171,6 +179,20 @@ func (pg *probeGen) assignStruct(e *ast.Assign) error {
 	t, err := pg.typeOf(e.LHS)
 	if err != nil {
 		return err
+	}
+	if pg.in.DeletesStruct(e) {
+		// A dynamic variable assigned 0 is freed.
+		r, _ := check.RefOf(e.LHS)
+		v := pg.varOf(r)
+		keyOff, err := pg.elemKey(v, r)
+		if err != nil {
+			return err
+		}
+		pg.mapPtr(asm.R1, v.Map)
+		pg.addrOf(asm.R2, regState, keyOff)
+		pg.call(asm.FnMapDeleteElem)
+		pg.emit(asm.Mov.Imm(asm.R0, 0))
+		return nil
 	}
 	r, _, inVar := pg.in.StructRoot(e.LHS)
 	if v, _ := pg.arrayIndexOf(e.LHS); !inVar && v == nil {

@@ -103,8 +103,10 @@ func (pg *probeGen) exitsFallThrough(start int, brk string) {
 	pg.insns = append(pg.insns[:start], out...)
 }
 
-// subrStr generates a string-valued subroutine into base+off.
-func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error {
+// subrStr generates a string-valued subroutine into base+off. The
+// searches return NULL where they find nothing: the NULL marker when
+// nullable, a fault otherwise (see strIntoOrNull).
+func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	switch e.Fn {
 	case "strjoin":
@@ -171,7 +173,9 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 		// R0: where it is found, or -1.
 		found, done := pg.newLabel("found"), pg.newLabel("search_done")
 		pg.emit(asm.JSGE.Imm(asm.R0, 0, found))
-		pg.emit(storeImm(base, int16(off), 0, asm.Byte), asm.Ja.Label(done))
+		if pg.nullStr(base, off, size, nullable) {
+			pg.emit(asm.Ja.Label(done))
+		}
 		pg.label(found)
 		pg.addrOf(asm.R3, regState, s)
 		pg.emit(asm.Add.Reg(asm.R3, asm.R0))
@@ -184,9 +188,11 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int) error
 	case "inet_ntoa", "inet_ntoa6":
 		return pg.inetNtoa(e, base, off, size)
 	case "strtok":
-		return pg.strtokInto(e, base, off, size)
+		return pg.strtokInto(e, base, off, size, nullable)
 	case "inet_ntop":
 		return pg.inetNtop(e, base, off, size)
+	case "link_ntop":
+		return pg.linkNtop(e, base, off, size)
 	default:
 		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
 	}
@@ -404,6 +410,8 @@ func (pg *probeGen) subrInt(e *ast.Call) error {
 		pg.label(done)
 	case "progenyof":
 		return pg.progenyof(e)
+	case "mutex_owned", "mutex_owner", "mutex_type_adaptive", "mutex_type_spin":
+		return pg.mutexSubr(e)
 	default:
 		return pg.errorf(e.Pos, "%s( ) is not supported here", e.Fn)
 	}
@@ -656,6 +664,51 @@ func (pg *probeGen) inetNtop(e *ast.Call, base asm.Register, off, size int) erro
 	return nil
 }
 
+// linkNtop formats a link-layer address as hex bytes joined by colons:
+// 6 bytes for ARPHRD_ETHER, 20 for ARPHRD_INFINIBAND; any other type is
+// an illegal operation, as in DTrace.
+func (pg *probeGen) linkNtop(e *ast.Call, base asm.Register, off, size int) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	typ := pg.allocScratch(8)
+	pg.emit(asm.StoreMem(regState, int16(typ), asm.R0, asm.DWord))
+	known := pg.newLabel("link_type_ok")
+	pg.emit(asm.JEq.Imm(asm.R0, 1, known), asm.JEq.Imm(asm.R0, 32, known))
+	pg.emit(asm.Mov.Imm(asm.R1, 0))
+	pg.raise(FaultIllOp, asm.R1, false)
+	pg.label(known)
+	addr, _ := pg.bytesAddr(e.Args[1])
+	if err := pg.expr(addr); err != nil {
+		return err
+	}
+	ib, done := pg.newLabel("link_ib"), pg.newLabel("link_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(typ), asm.DWord), asm.JEq.Imm(asm.R1, 32, ib))
+	for _, n := range []int{6, 20} {
+		f := pg.newAddrFormatter(n)
+		for i := 0; i < n; i++ {
+			for _, shift := range []int32{4, 0} {
+				digit := pg.newLabel("link_digit")
+				pg.emit(asm.LoadMem(asm.R3, regState, int16(f.addr+i), asm.Byte), asm.RSh.Imm(asm.R3, shift), asm.And.Imm(asm.R3, 0xf))
+				pg.emit(asm.JLT.Imm(asm.R3, 10, digit), asm.Add.Imm(asm.R3, 'a'-'0'-10))
+				pg.label(digit)
+				pg.emit(asm.Add.Imm(asm.R3, '0'))
+				f.put(asm.R3)
+			}
+			if i < n-1 {
+				f.putChar(':')
+			}
+		}
+		f.finish(base, off, size)
+		if n == 6 {
+			pg.emit(asm.Ja.Label(done))
+			pg.label(ib)
+		}
+	}
+	pg.label(done)
+	return nil
+}
+
 // formatAddr formats the IPv4 (or IPv6) address at the kernel address in
 // R0 into base+off; strict, an IPv6 address that holds an IPv4 one as
 // inet_ntop(3) does ("::ffff:1.2.3.4"), else as the plain IPv4 address.
@@ -682,7 +735,7 @@ type addrFormatter struct {
 
 // newAddrFormatter reads n address bytes from the kernel address in R0.
 func (pg *probeGen) newAddrFormatter(n int) *addrFormatter {
-	f := &addrFormatter{pg: pg, addr: pg.allocScratch(16), buf: pg.allocScratch(64), at: pg.allocScratch(8)}
+	f := &addrFormatter{pg: pg, addr: pg.allocScratch(max(n, 16)), buf: pg.allocScratch(64), at: pg.allocScratch(8)}
 	pg.allocaAddr(asm.R3, asm.R0, asm.R1, n, asm.R2, "")
 	pg.addrOf(asm.R1, regState, f.addr)
 	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
@@ -942,7 +995,7 @@ func (pg *probeGen) copyout(e *ast.Call) error {
 // NULL s of the string an earlier strtok( ) of the firing started on.
 // The string and the position in it live beside the clause-locals; the
 // delimiters become a 256-bit set.
-func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) error {
+func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int, nullable bool) error {
 	S := pg.in.Opts.StrSize
 	_, isNull := pg.in.ConstInt(e.Args[0])
 	str, pos := pg.strtok, pg.strtok+S
@@ -1020,8 +1073,17 @@ func (pg *probeGen) strtokInto(e *ast.Call, base asm.Register, off, size int) er
 		pg.emit(storeImm(asm.R1, 1, 0, asm.Byte))
 		advance()
 	})
+	// No token left: NULL.
+	got, done := pg.newLabel("tok_got"), pg.newLabel("tok_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(tok), asm.Byte))
+	pg.emit(asm.JNE.Imm(asm.R1, 0, got))
+	if pg.nullStr(base, off, size, nullable) {
+		pg.emit(asm.Ja.Label(done))
+	}
+	pg.label(got)
 	pg.addrOf(asm.R3, regState, tok)
 	pg.copyFrom(base, off, size)
+	pg.label(done)
 	return nil
 }
 

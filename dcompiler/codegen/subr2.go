@@ -4,6 +4,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // substr(s, i[, n]) as DTrace defines it: a negative i counts from the
@@ -356,13 +357,19 @@ func (pg *probeGen) progenyof(e *ast.Call) error {
 // (not what the buffer held before).
 func (pg *probeGen) stringIndex(e *ast.Index) error {
 	S := pg.in.Opts.StrSize
-	s, err := pg.strTemp(e.X, S)
-	if err != nil {
+	s := pg.allocScratch(S)
+	if err := pg.strIntoOrNull(e.X, regState, s, S); err != nil {
 		return err
 	}
 	if err := pg.expr(e.Keys[0]); err != nil {
 		return err
 	}
+	// s[i] of a NULL string reads address i, as *(s + i) does.
+	notNull := pg.newLabel("strindex_notnull")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(s), asm.Half))
+	pg.emit(asm.JNE.Imm(asm.R1, nullString, notNull))
+	pg.raise(FaultBadAddr, asm.R0, true)
+	pg.label(notNull)
 	ok := pg.newLabel("strindex_ok")
 	// Unsigned, so that a negative index is out of bounds too.
 	pg.emit(asm.JLT.Imm(asm.R0, int32(S), ok))
@@ -387,5 +394,37 @@ func (pg *probeGen) stringIndex(e *ast.Index) error {
 	pg.label(past)
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
 	pg.label(done)
+	return nil
+}
+
+// mutexSubr generates mutex_owned( ), mutex_owner( ) and
+// mutex_type_adaptive( )/mutex_type_spin( ). A kernel mutex's owner word
+// is the owning task with flags in its low 3 bits; every Linux mutex is
+// adaptive.
+func (pg *probeGen) mutexSubr(e *ast.Call) error {
+	if err := pg.expr(e.Args[0]); err != nil {
+		return err
+	}
+	switch e.Fn {
+	case "mutex_type_adaptive", "mutex_type_spin":
+		pg.emit(asm.Mov.Imm(asm.R0, map[bool]int32{true: 1}[e.Fn == "mutex_type_adaptive"]))
+		return nil
+	}
+	offs, _, err := structOffsets("mutex", []string{"owner"})
+	if err != nil {
+		return pg.errorf(e.Pos, "%s( ) needs kernel BTF: %v", e.Fn, err)
+	}
+	if offs[0] != 0 {
+		pg.emit(asm.Add.Imm(asm.R0, int32(offs[0])))
+	}
+	if err := pg.readKernel(types.Uint64T); err != nil {
+		return err
+	}
+	pg.emit(asm.And.Imm(asm.R0, ^7))
+	if e.Fn == "mutex_owned" {
+		owned := pg.newLabel("mutex_owned")
+		pg.emit(asm.JEq.Imm(asm.R0, 0, owned), asm.Mov.Imm(asm.R0, 1))
+		pg.label(owned)
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler/ast"
 	"github.com/dstar-trace/dstar/dcompiler/check"
+	"github.com/dstar-trace/dstar/dcompiler/types"
 )
 
 // varOf returns the layout of the variable r names.
@@ -30,6 +31,14 @@ func (pg *probeGen) elemKey(v *Var, r check.VarRef) (int, error) {
 		if d.Type.IsString() {
 			pg.zero(regState, off+d.Off, d.Size)
 			if err := pg.strInto(k, regState, off+d.Off, d.Type.Size); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if d.Type.Kind == types.Struct {
+			// A struct is its bytes, as DTrace compares keys.
+			pg.zero(regState, off+d.Off, d.Size)
+			if err := pg.structInto(k, d.Type, regState, off+d.Off); err != nil {
 				return 0, err
 			}
 			continue
@@ -79,26 +88,42 @@ func (pg *probeGen) loadRef(r check.VarRef) error {
 	return nil
 }
 
-// refStrInto copies a string variable to base+off; an unassigned element
-// reads as "".
+// refStrInto copies a string variable to base+off; a NULL one (an
+// unassigned element, or one assigned NULL) is an invalid address fault
+// at 0, as dereferencing DTrace's NULL string pointer is.
 func (pg *probeGen) refStrInto(r check.VarRef, base asm.Register, off, size int) error {
+	return pg.refStr(r, base, off, size, false)
+}
+
+// refStr copies a string variable to base+off; a NULL one faults, or
+// when nullable is copied as the NULL marker.
+func (pg *probeGen) refStr(r check.VarRef, base asm.Register, off, size int, nullable bool) error {
 	v := pg.varOf(r)
+	null, done := pg.newLabel("str_null"), pg.newLabel("str_done")
 	if v.Map == "" {
 		reg, voff := v.base()
+		pg.emit(asm.LoadMem(asm.R3, reg, int16(voff), asm.Half))
+		pg.emit(asm.JEq.Imm(asm.R3, nullString, null))
 		pg.addrOf(asm.R3, reg, voff)
-		pg.readStr(base, off, min(size, v.Type.Size), asm.FnProbeReadKernelStr)
-		return nil
+	} else {
+		if _, err := pg.lookupElem(v, r); err != nil {
+			return err
+		}
+		pg.emit(asm.JEq.Imm(asm.R0, 0, null))
+		pg.emit(asm.LoadMem(asm.R3, asm.R0, 0, asm.Half))
+		pg.emit(asm.JEq.Imm(asm.R3, nullString, null))
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	}
-	if _, err := pg.lookupElem(v, r); err != nil {
-		return err
+	n := min(size, v.Type.Size)
+	pg.readStr(base, off, n, asm.FnProbeReadKernelStr)
+	if n >= 2 {
+		// An empty copy must not leave the NULL marker behind it.
+		pg.emit(asm.JGT.Imm(asm.R0, 1, done))
+		pg.emit(storeImm(base, int16(off+1), 0, asm.Byte))
 	}
-	found, done := pg.newLabel("str_elem"), pg.newLabel("str_elem_done")
-	pg.emit(asm.JNE.Imm(asm.R0, 0, found))
-	pg.emit(storeImm(base, int16(off), 0, asm.Byte))
 	pg.emit(asm.Ja.Label(done))
-	pg.label(found)
-	pg.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	pg.readStr(base, off, min(size, v.Type.Size), asm.FnProbeReadKernelStr)
+	pg.label(null)
+	pg.nullStr(base, off, size, nullable)
 	pg.label(done)
 	return nil
 }
@@ -149,14 +174,9 @@ func (pg *probeGen) update(m string, keyOff, valOff int, done string) {
 // storeRefStr assigns string expression rhs to r.
 func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 	v := pg.varOf(r)
-	if n, ok := pg.in.ConstInt(rhs); ok && n == 0 {
+	if n, ok := pg.in.ConstInt(rhs); ok && n == 0 && v.Map != "" {
 		// NULL: a dynamic variable of any type assigned 0 is freed, as
-		// in DTrace; a global or clause-local becomes "".
-		if v.Map == "" {
-			reg, off := v.base()
-			pg.emit(storeImm(reg, int16(off), 0, asm.Byte))
-			return nil
-		}
+		// in DTrace.
 		keyOff, err := pg.elemKey(v, r)
 		if err != nil {
 			return err
@@ -168,18 +188,25 @@ func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 	}
 	if v.Map == "" {
 		reg, off := v.base()
-		return pg.strInto(rhs, reg, off, v.Type.Size)
+		return pg.strIntoOrNull(rhs, reg, off, v.Type.Size)
 	}
 	val := pg.allocScratch(v.Type.Size)
-	if err := pg.strInto(rhs, regState, val, v.Type.Size); err != nil {
+	if err := pg.strIntoOrNull(rhs, regState, val, v.Type.Size); err != nil {
 		return err
 	}
 	keyOff, err := pg.elemKey(v, r)
 	if err != nil {
 		return err
 	}
-	done := pg.newLabel("store_done")
+	del, done := pg.newLabel("del_str"), pg.newLabel("store_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(val), asm.Half))
+	pg.emit(asm.JEq.Imm(asm.R1, nullString, del))
 	pg.update(v.Map, keyOff, val, done)
+	// A NULL string frees the element, as the constant NULL does.
+	pg.label(del)
+	pg.mapPtr(asm.R1, v.Map)
+	pg.addrOf(asm.R2, regState, keyOff)
+	pg.call(asm.FnMapDeleteElem)
 	pg.label(done)
 	return nil
 }

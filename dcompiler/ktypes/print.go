@@ -36,7 +36,7 @@ func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
 	switch u := btf.UnderlyingType(t).(type) {
 	case *btf.Struct, *btf.Union:
 		fmt.Fprintf(w, "(%s) {\n", name)
-		printMembers(w, u, b, indent)
+		printMembers(w, u, b, indent, -1, 0, len(b))
 		fmt.Fprintf(w, "%s}", strings.Repeat(" ", indent))
 	case *btf.Array:
 		fmt.Fprintf(w, "(%s) [\n", name)
@@ -67,7 +67,9 @@ func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
 	case *btf.Pointer:
 		fmt.Fprintf(w, "(%s)0x%x", name, uint64(intValue(b, 8, false)))
 	case *btf.Int:
-		isChar := u.Encoding&btf.Char != 0 || u.Size == 1 && u.Name == "char"
+		// As DTrace: a character only when the type is named char (not
+		// __u8, not a typedef of it).
+		isChar := (u.Encoding&btf.Char != 0 || u.Size == 1) && name == "char"
 		fmt.Fprintf(w, "(%s)%s", name, intText(int(u.Size), u.Encoding&btf.Signed != 0, isChar, b))
 	default:
 		fmt.Fprintf(w, "(%s)", name)
@@ -76,11 +78,28 @@ func printValue(w *strings.Builder, t btf.Type, b []byte, indent int) {
 
 // printMembers writes the non-zero members of a struct or union, one to
 // a line at indent+1; an anonymous member's members belong to the parent.
-func printMembers(w *strings.Builder, t btf.Type, b []byte, indent int) {
+// b may be cut short (-x printsize): as in DTrace, "..." then stands
+// where the first member not recorded would be (at its indent, but inside
+// the innermost struct still open there), and nothing after it is printed.
+// next is where the member after t starts, relative to t (-1 when none
+// follows), and nextIndent its indent: when it was not recorded, the "..."
+// goes at the end of t. rec is how many bytes were recorded from t's start
+// on (b holds those of t). printMembers says whether it printed "...".
+func printMembers(w *strings.Builder, t btf.Type, b []byte, indent, next, nextIndent, rec int) bool {
 	pad := strings.Repeat(" ", indent+1)
-	for _, m := range members(t) {
+	ms := members(t)
+	for i, m := range ms {
+		off := int(m.Offset.Bytes())
+		if off >= rec {
+			w.WriteString(pad + "...\n")
+			return true
+		}
+		following, followingIndent := next, nextIndent
+		if i+1 < len(ms) {
+			following, followingIndent = int(ms[i+1].Offset.Bytes()), indent
+		}
 		size, _ := btf.Sizeof(m.Type)
-		mb := slice(b, int(m.Offset.Bytes()), size)
+		mb := slice(b, off, size)
 		if m.BitfieldSize != 0 {
 			v := bits(b, uint32(m.Offset), uint32(m.BitfieldSize))
 			if v != 0 {
@@ -88,19 +107,40 @@ func printMembers(w *strings.Builder, t btf.Type, b []byte, indent int) {
 			}
 			continue
 		}
-		_, isArray := btf.UnderlyingType(m.Type).(*btf.Array)
-		if !isArray && allZero(mb) {
+		// An array is left out only when all of it is zero: a char
+		// array with bytes after its NUL prints as an empty [ ].
+		if allZero(mb) {
 			continue
+		}
+		inner := -1
+		if following >= 0 {
+			inner = following - off
 		}
 		if m.Name == "" {
 			// An anonymous member's members belong to the parent.
-			printMembers(w, m.Type, mb, indent)
+			if printMembers(w, m.Type, mb, indent, inner, followingIndent, rec-off) {
+				return true
+			}
 			continue
 		}
 		fmt.Fprintf(w, "%s.%s = ", pad, m.Name)
+		if members(m.Type) != nil {
+			fmt.Fprintf(w, "(%s) {\n", strings.TrimSuffix(providers.BareTypeName(m.Type), " "))
+			cut := printMembers(w, m.Type, mb, indent+1, inner, followingIndent, rec-off)
+			fmt.Fprintf(w, "%s},\n", pad)
+			if cut {
+				return true
+			}
+			continue
+		}
 		printValue(w, m.Type, mb, indent+1)
 		w.WriteString(",\n")
 	}
+	if next >= 0 && next >= rec {
+		w.WriteString(strings.Repeat(" ", nextIndent+1) + "...\n")
+		return true
+	}
+	return false
 }
 
 func intText(size int, signed, isChar bool, b []byte) string {

@@ -229,6 +229,9 @@ func (l *Lexer) Next() (Token, error) {
 		return tok(Ident, l.src[start:l.off])
 	case l.symbolAhead():
 		return l.symbol(start)
+	case c == '`' && (l.off+1 >= len(l.src) || l.src[l.off+1] != '`' && !IsIdent(l.src[l.off+1])):
+		// A lone scoping mark is a name to DTrace (one no symbol has).
+		return l.symbol(start)
 	case c == '"':
 		s, err := l.quoted('"')
 		if err != nil {

@@ -23,7 +23,14 @@ func Parse(f *source.File) (*ast.Program, error) { return ParseKnown(f, nil, nil
 // kernelType, when not nil, says whether a name is one of the kernel's
 // typedefs (u32, bool, dev_t), which D programs use as types too.
 func ParseKnown(f *source.File, typedefs map[string]bool, kernelType func(string) bool) (*ast.Program, error) {
-	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType}
+	return ParseFile(f, typedefs, kernelType, false)
+}
+
+// ParseFile is ParseKnown under -x pspec, which reads a top-level word
+// that could begin a declaration or a probe description ("int*") as a
+// description (as does "#pragma D option pspec" in the file).
+func ParseFile(f *source.File, typedefs map[string]bool, kernelType func(string) bool, pspec bool) (*ast.Program, error) {
+	p := &parser{f: f, lx: lexer.New(f), typedefs: typedefs, kernelType: kernelType, pspec: pspec}
 	prog := &ast.Program{Files: []*source.File{p.f}}
 	if err := p.program(prog); err != nil {
 		// What came before the error, whose declarations DTrace would
@@ -59,26 +66,47 @@ type parser struct {
 	tags     map[string]bool // struct, union and enum tags defined so far ("struct s")
 	pragmas  []*ast.Pragma   // #pragma D lines, in order
 	controls map[source.Pos]bool
-	typedefs map[string]bool // names typedef has declared
-	pending  []*ast.Decl     // declarations the last one implied ("int x, y;", a typedef of a definition)
-	anon     int             // untagged definitions so far
-	macros   []string        // macro variables named so far
+	typedefs map[string]bool       // names typedef has declared
+	pending  []*ast.Decl           // declarations the last one implied ("int x, y;", a typedef of a definition)
+	anon     int                   // untagged definitions so far
+	macros   []string              // macro variables named so far
+	names    map[string]source.Pos // where each name was first met
 	// kernelType says whether a name is a kernel typedef. It is asked only
 	// where a type would stand, since answering loads the kernel's BTF.
 	kernelType func(string) bool
+	pspec      bool // -x pspec
 }
 
 // startsDecl reports whether a top-level word begins a declaration rather
-// than a probe description.
+// than a probe description. As in DTrace, a word that could be either
+// ("int*", which may start "int*x;" or the description "int*") is a
+// type unless pspec is set; a ':' or a character no type name has makes
+// it a description.
 func (p *parser) startsDecl(word string) bool {
+	if i := strings.IndexByte(word, '*'); i > 0 && !strings.ContainsAny(word, ":-.?!`") && !p.pspecSet() {
+		word = word[:i]
+	}
 	switch word {
-	case "self", "this", "inline", "typedef", "static", "extern", "translator":
+	case "self", "this", "inline", "typedef", "static", "extern", "translator", "register", "auto":
 		return true
 	}
 	return typeWords[word] || p.typedefs[word]
 }
 
 // decl parses a declaration, the current token being its first word.
+// pspecSet says -x pspec, or a "#pragma D option pspec" so far, is on.
+func (p *parser) pspecSet() bool {
+	on := p.pspec
+	for _, pr := range p.pragmas {
+		if f := strings.Fields(pr.Text); len(f) == 3 && f[0] == "D" && f[1] == "option" {
+			if name, val, _ := strings.Cut(f[2], "="); name == "pspec" {
+				on = val == "" || val == "1" || strings.EqualFold(val, "on") || strings.EqualFold(val, "yes") || strings.EqualFold(val, "true")
+			}
+		}
+	}
+	return on
+}
+
 func (p *parser) decl() (*ast.Decl, error) {
 	d := &ast.Decl{File: p.f, Pos: p.tok.Pos}
 	if p.tok.Kind == lexer.Ident && p.tok.Text == "translator" {
@@ -96,6 +124,9 @@ func (p *parser) decl() (*ast.Decl, error) {
 				d.Storage = p.tok.Text
 			}
 			d.Extern = p.tok.Text == "extern"
+		case "register", "auto":
+			// C's storage classes that D has no use for.
+			return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_BADCLASS", "specified storage class not appropriate in D")
 		case "inline":
 			d.Inline = true
 		case "typedef":
@@ -109,9 +140,11 @@ func (p *parser) decl() (*ast.Decl, error) {
 	}
 typ:
 	var tn *ast.TypeName
-	if class && p.tok.Kind == lexer.Ident && !p.isType(p.tok) && (p.nameOnly() || d.Extern && !p.kernelTypeAt(declShape)) {
+	if (class || d.Typedef) && p.tok.Kind == lexer.Ident && !p.isType(p.tok) &&
+		(p.nameOnly() || (d.Extern || d.Typedef) && !p.kernelTypeAt(declShape)) {
 		// "self x;", "extern x;": a storage class and no type declares
-		// an int, as in C.
+		// an int, as in C; so does "typedef x" (and what follows the
+		// name in "typedef unknown_t x;" is then an error).
 		tn = &ast.TypeName{Pos: p.tok.Pos, Name: "int"}
 	} else {
 		if !p.isType(p.tok) && !p.kernelTypeAt(declShape) {
@@ -125,6 +158,14 @@ typ:
 	d.Type = tn
 	if p.tok.Is("{") && tn.Ptr == 0 {
 		return p.typeDef(d)
+	}
+	if p.tok.Is(";") && !isTagName(tn.Name) {
+		// "extern int;": a type and nothing to declare of it. A tag
+		// alone ("struct s;") declares the tag.
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_USELESS", "useless declaration")
+	}
+	if p.tok.Kind == lexer.Sym {
+		return nil, source.Errorf(p.f, p.tok.Pos, "D_DECL_SCOPE", "D scoping operator may not be used in a declaration name (%s)", p.tok.Text)
 	}
 	if p.tok.Is("(") && !d.Inline {
 		// "int *(*fp)(void);": a pointer to a function.
@@ -604,6 +645,10 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 	if err := p.next(); err != nil { // '{'
 		return nil, err
 	}
+	if p.tok.Is("}") {
+		// D's grammar, as C's, wants one member or enumerator at least.
+		return nil, p.syntaxError()
+	}
 	for !p.tok.Is("}") {
 		if kind == "enum" {
 			if p.tok.Kind != lexer.Ident {
@@ -732,6 +777,12 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 	return def, nil
 }
 
+// isTagName reports whether a type's name is a struct, union or enum tag.
+func isTagName(name string) bool {
+	kind, _, _ := strings.Cut(name, " ")
+	return kind == "struct" || kind == "union" || kind == "enum"
+}
+
 // isType reports whether t starts a type name.
 func (p *parser) isType(t lexer.Token) bool {
 	return t.Kind == lexer.Ident && (typeWords[t.Text] || p.typedefs[t.Text])
@@ -839,12 +890,36 @@ func (p *parser) endsPredicate() bool {
 	return false
 }
 
+// firstSeen reports whether t, a name, is one DTrace's lexer would look
+// past: neither a type's, nor a keyword, nor met earlier in the program.
+func (p *parser) firstSeen(t lexer.Token) bool {
+	if typeWords[t.Text] || p.typedefs[t.Text] || declKeywords[t.Text] || exprKeywords[t.Text] {
+		return false
+	}
+	first, ok := p.names[t.Text]
+	return !ok || first >= t.Pos
+}
+
+// exprKeywords are D's keywords that begin an expression or a statement.
+var exprKeywords = map[string]bool{
+	"sizeof": true, "stringof": true, "offsetof": true, "xlate": true, "self": true, "this": true,
+	"if": true, "else": true,
+}
+
 // next advances to the next C-mode token, past control lines.
 func (p *parser) next() error {
 	for {
 		t, err := p.lx.Next()
 		if err != nil {
 			return err
+		}
+		if t.Kind == lexer.Ident {
+			if first, ok := p.names[t.Text]; !ok || t.Pos < first {
+				if p.names == nil {
+					p.names = map[string]source.Pos{}
+				}
+				p.names[t.Text] = t.Pos
+			}
 		}
 		if t.Kind != lexer.Pragma {
 			p.tok = t
@@ -899,6 +974,16 @@ func (p *parser) syntaxError() error {
 	}
 	if p.tok.Kind == lexer.Macro {
 		text = "$" + text
+	}
+	if p.tok.Kind == lexer.Ident && p.firstSeen(p.tok) {
+		// DTrace's lexer looks past a name it has not met before, to
+		// tell a type from a variable, and puts back what it read: in
+		// its message the name runs on to the end of its line.
+		rest := p.f.Text[p.tok.Pos:]
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[:nl]
+		}
+		text = rest
 	}
 	return source.Errorf(p.f, p.tok.Pos, "D_SYNTAX", "syntax error near \"%s\"", text)
 }
@@ -1135,11 +1220,11 @@ func (p *parser) clause(first lexer.Token) (*ast.Clause, error) {
 		// A clause without an action list takes the default action,
 		// but only in a description (-n): a file's clause needs one.
 		if p.f.Name != "" {
-			// At the end of the input DTrace's line is the last one read;
-			// before another token, the (last) description's.
-			at := t.Pos
-			if t.Kind != lexer.EOF && !t.Is(";") {
-				at = c.Descs[len(c.Descs)-1].Pos
+			// DTrace's line is the (last) description's, even at the
+			// end of the input; before ';', the ';'.
+			at := c.Descs[len(c.Descs)-1].Pos
+			if t.Is(";") {
+				at = t.Pos
 			}
 			return nil, source.Errorf(p.f, at, "D_SYNTAX", "expected predicate and/or actions following probe description")
 		}
@@ -1491,6 +1576,13 @@ func (p *parser) offsetof() (ast.Expr, error) {
 	return e, p.expect(")")
 }
 
+// declKeywords are D's keywords that stand only at the start of a
+// declaration, never in an expression.
+var declKeywords = map[string]bool{
+	"typedef": true, "inline": true, "extern": true, "static": true, "register": true,
+	"auto": true, "translator": true, "provider": true,
+}
+
 // typeWords are the words that can start a type name.
 var typeWords = map[string]bool{
 	"char": true, "short": true, "int": true, "long": true, "signed": true,
@@ -1531,7 +1623,9 @@ func (p *parser) typeName() (*ast.TypeName, error) {
 			if p.tok.Is("{") {
 				break // an anonymous definition: the caller parses it
 			}
-			if p.tok.Kind != lexer.Ident {
+			// A tag may be scoped to a module ("struct D`s", "struct
+			// vmlinux`task_struct"), which the checker resolves.
+			if p.tok.Kind != lexer.Ident && p.tok.Kind != lexer.Sym {
 				return nil, p.syntaxError()
 			}
 			words = append(words, p.tok.Text)
@@ -1702,6 +1796,11 @@ func (p *parser) primary() (ast.Expr, error) {
 	case lexer.String:
 		x = &ast.StrLit{Pos: t.Pos, Val: t.Text}
 	case lexer.Ident:
+		if declKeywords[t.Text] {
+			// One of D's keywords that only begin a declaration
+			// ("typedef" in a clause).
+			return nil, p.syntaxError()
+		}
 		x = &ast.Ident{Pos: t.Pos, Name: t.Text}
 	case lexer.Sym:
 		mod, name, _ := strings.Cut(t.Text, "`")

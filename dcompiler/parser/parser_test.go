@@ -205,7 +205,7 @@ BEGIN { trace((s_t *)0); }`
 		{"translator s < struct t *T > { a = 1 };", `line 1: syntax error near "}"`},
 		{"translator s < struct t *T > { a; };", `line 1: syntax error near ";"`},
 		{"BEGIN { xlate(x); }", `line 1: syntax error near "("`},
-		{"BEGIN { xlate <int *> x; }", `line 1: syntax error near "x"`},
+		{"BEGIN { xlate <int *> x; }", `line 1: syntax error near "x; }"`},
 	} {
 		_, err := Parse(source.NewFile("t.d", tt.in))
 		if err == nil || err.Error() != tt.want {
@@ -222,7 +222,7 @@ func TestErrors(t *testing.T) {
 		{"BEGIN { /* open", `line 1: end-of-file encountered before matching */`},
 		{"BEGIN { x = \"abc\n\"; }", `line 2: newline encountered in string literal`},
 		{"BEGIN { x = 09; }", `line 1: constant 09 contains invalid digit 9`},
-		{"BEGIN { x = 1zz; }", `line 1: syntax error near "zz"`},
+		{"BEGIN { x = 1zz; }", `line 1: syntax error near "zz; }"`},
 		{"BEGIN /x/ y", `line 1: syntax error near end of input`},
 		{"BEGIN /x/\n;", `line 2: expected actions { } following probe description and predicate`},
 		{"BEGIN { trace(x)); }", `line 1: extra ) in input stream`},

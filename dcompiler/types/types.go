@@ -65,11 +65,12 @@ func StringT(size int) *Type { return &Type{Kind: String, Size: size, Name: "str
 // starts in the tracing code that ran the probe, which the consumer leaves
 // out.
 func StackT(frames int, user bool) *Type {
-	name, room := "stack", frames+StackSlack
+	// D names both kinds "stack" (in messages too).
+	room := frames + StackSlack
 	if user {
-		name, room = "ustack", frames
+		room = frames
 	}
-	return &Type{Kind: Stack, Size: 8 * (room + 1), Len: frames, Name: name, User: user}
+	return &Type{Kind: Stack, Size: 8 * (room + 1), Len: frames, Name: "stack", User: user}
 }
 
 // SymT returns the type of an address that fn (sym, mod, usym, umod or
