@@ -79,6 +79,7 @@ type Info struct {
 	inlineArrays map[string]*inlineArray
 	threads      map[string]*Var
 	locals       map[string]*Var
+	allocaVars   map[[2]string]bool // variables assigned alloca( ) pointers, by scope and name
 	aggs         map[string]*Agg
 	xlators      map[string][]*translator // by the name of the struct they build
 	argExprs     map[string]ast.Expr      // translated probe arguments, parsed

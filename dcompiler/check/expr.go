@@ -655,7 +655,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 		if t.Elem.Kind == types.Void {
 			return nil, in.errorf(e.Pos, "D_DEREF_VOID", "cannot dereference pointer to void")
 		}
-		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer && t.Elem.Kind != types.Struct {
+		if t.Elem.Kind != types.Int && t.Elem.Kind != types.Pointer && t.Elem.Kind != types.Struct && t.Elem.Kind != types.String {
 			return nil, in.errorf(e.Pos, "D_UNKNOWN", "cannot dereference a pointer to %s yet", t.Elem.Name)
 		}
 		return t.Elem, nil
@@ -852,6 +852,19 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 	}
 	if lt.Kind == types.Array {
 		return nil, in.errorf(e.Pos, "D_OP_ARRFUN", "operator %s may not be applied to operand of type \"%s\"", e.Op, lt)
+	}
+	if r, ok := RefOf(e.LHS); ok && e.Op == "=" && r.Keys == nil {
+		// As DTrace's, a variable holds alloca( ) pointers or other
+		// values: a ternary giving either is refused.
+		if c, ok := Unparen(e.RHS).(*ast.Cond); ok && in.isAlloca(c.T) != in.isAlloca(c.F) {
+			return nil, in.errorf(e.Pos, "D_ALLOCA_INCOMPAT", "ternary conditional with alloca and non-alloca branches cannot be assigned to a variable")
+		}
+		if in.isAlloca(e.RHS) {
+			if in.allocaVars == nil {
+				in.allocaVars = map[[2]string]bool{}
+			}
+			in.allocaVars[[2]string{fmt.Sprint(r.Scope), r.Name}] = true
+		}
 	}
 	if e.Op != "=" && (!rt.IsScalar() || !lt.IsScalar()) {
 		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", lt, e.Op, rt)
@@ -1259,7 +1272,7 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 			"copyout":  {"void *", "uintptr_t", "size_t"},
 		}[e.Fn]
 		for i, t := range argTypes {
-			ok := t.IsScalar() || t.IsString() && protos[i] == "void *"
+			ok := t.IsScalar() || t.IsString() && i == 0 // a source
 			switch protos[i] {
 			case "size_t":
 				ok = t.IsInt()
@@ -2033,7 +2046,7 @@ func (in *Info) MemoryLvalue(x ast.Expr, env *Env) (*types.Type, bool, error) {
 			return nil, false, nil
 		}
 		pt, err := in.TypeOf(x.X, env)
-		if err == nil && (pt.Kind != types.Pointer || pt.Elem == nil || !pt.Elem.IsScalar()) {
+		if err == nil && (pt.Kind != types.Pointer || pt.Elem == nil || !pt.Elem.IsScalar() && !pt.Elem.IsString()) {
 			err = in.errorf(x.Pos, "D_OP_LVAL", "operator = requires a writable lvalue operand")
 		}
 		if err != nil {
@@ -2125,6 +2138,32 @@ func (in *Info) scratchSize(e *ast.Call, i int, argTypes []*types.Type) error {
 		return in.errorf(e.Pos, "D_ALLOCA_SIZE", "alloca(%d) size larger than scratchsize %d", uint64(n), in.ScratchSize()-8)
 	}
 	return nil
+}
+
+// isAlloca says whether e is, as far as the text shows, a pointer into
+// alloca( ) space: alloca( ) or copyin( ), a variable assigned one,
+// arithmetic on one, or a cast of one.
+func (in *Info) isAlloca(e ast.Expr) bool {
+	switch x := Unparen(e).(type) {
+	case *ast.Call:
+		return x.Fn == "alloca" || x.Fn == "copyin"
+	case *ast.Cast:
+		return in.isAlloca(x.X)
+	case *ast.Binary:
+		return (x.Op == "+" || x.Op == "-") && (in.isAlloca(x.X) || in.isAlloca(x.Y))
+	case *ast.Unary:
+		if ix, ok := Unparen(x.X).(*ast.Index); ok && x.Op == "&" {
+			return in.isAlloca(ix.X)
+		}
+	case *ast.Assign:
+		return x.Op == "=" && in.isAlloca(x.RHS)
+	case *ast.Cond:
+		return in.isAlloca(x.T) && in.isAlloca(x.F)
+	}
+	if r, ok := RefOf(e); ok && r.Keys == nil {
+		return in.allocaVars[[2]string{fmt.Sprint(r.Scope), r.Name}]
+	}
+	return false
 }
 
 // mayBeAlloca says whether e may be a pointer alloca( ) gave: it calls

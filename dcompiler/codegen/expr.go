@@ -556,7 +556,7 @@ func (pg *probeGen) exprAny(e ast.Expr) error {
 	if t.Kind == types.Void {
 		if call, ok := e.(*ast.Call); ok {
 			switch call.Fn {
-			case "raise", "stop", "chill", "copyoutstr", "bcopy", "copyinto":
+			case "raise", "stop", "chill", "copyoutstr", "bcopy", "copyinto", "copyout":
 				return pg.subrInt(call)
 			case "panic", "breakpoint":
 				// Destructive beyond what dstar will do to a kernel.

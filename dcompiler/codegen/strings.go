@@ -78,6 +78,10 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		}
 		return pg.subrStr(e, base, off, size, false)
 	case *ast.Unary:
+		if e.Op == "*" {
+			// *p of a string pointer: the string at p.
+			return pg.pointedString(e.X, base, off, size)
+		}
 		if e.Op == "stringof" {
 			t, err := pg.typeOf(e.X)
 			if err != nil {

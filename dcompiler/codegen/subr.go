@@ -1146,6 +1146,10 @@ func (pg *probeGen) allocaAddr(dst, src, tmp asm.Register, n int, size asm.Regis
 	}
 	if n < 0 {
 		pg.emit(asm.JGT.Imm(size, int32(S-8), badSize))
+	} else if n > S-8 {
+		// More than the space holds: a fault wherever it points, which
+		// the verifier sees from the constant.
+		pg.emit(asm.Mov.Imm(tmp, int32(n)), asm.JGT.Imm(tmp, int32(S-8), badSize))
 	}
 	pg.emit(asm.JGE.Imm(src, int32(S), other))
 	pg.emit(asm.JLT.Imm(src, 8, bad))
@@ -1187,6 +1191,9 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 	root, _, inVar := pg.in.StructRoot(e.LHS)
 	if !inVar && pg.allocaArea == 0 && pg.arraysOff == pg.glSize {
 		return pg.errorf(e.LHS.Start(), "operator = can write only memory from alloca( ) in the same clause or a global array")
+	}
+	if u, ok := check.Unparen(e.LHS).(*ast.Unary); ok && t.IsString() && !inVar && e.Op == "=" {
+		return pg.storeString(u.X, e.RHS, t.Size)
 	}
 	size := t.Size
 	if t.Kind == types.Pointer {
@@ -1296,5 +1303,25 @@ func (pg *probeGen) storeMemory(e *ast.Assign) error {
 		}
 		pg.label(done)
 	}
+	return nil
+}
+
+// storeString generates *p = s for p a string pointer: the string's
+// whole buffer, n bytes, copied to alloca( ) memory at p.
+func (pg *probeGen) storeString(p, s ast.Expr, n int) error {
+	buf, err := pg.strTemp(s, n)
+	if err != nil {
+		return err
+	}
+	slot := pg.allocScratch(8)
+	if err := pg.expr(p); err != nil {
+		return err
+	}
+	pg.emit(asm.StoreMem(regState, int16(slot), asm.R0, asm.DWord))
+	pg.memoryPtr(slot, n)
+	pg.emit(asm.Mov.Imm(asm.R2, int32(n)))
+	pg.addrOf(asm.R3, regState, buf)
+	pg.call(asm.FnProbeReadKernel)
+	pg.emit(asm.Mov.Imm(asm.R0, 0))
 	return nil
 }
