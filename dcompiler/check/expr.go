@@ -53,7 +53,7 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 	case *ast.Unary:
 		return in.unaryType(e, env)
 	case *ast.Postfix:
-		return in.incdec(e.X, env)
+		return in.incdec(e.Op, e.X, env)
 	case *ast.Binary:
 		return in.binaryType(e, env)
 	case *ast.Cond:
@@ -548,8 +548,12 @@ func keyCompatible(a, b *types.Type) bool {
 func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 	switch e.Op {
 	case "++", "--":
-		return in.incdec(e.X, env)
+		return in.incdec(e.Op, e.X, env)
 	case "&":
+		if _, agg := Unparen(e.X).(*ast.AggVar); agg {
+			// An aggregation is a dynamic variable, as DTrace has it.
+			return nil, in.errorf(e.Pos, "D_ADDROF_VAR", "cannot take address of dynamic variable")
+		}
 		// &a[n] may point one past the end, which a[n] may not read.
 		if ix, ok := Unparen(e.X).(*ast.Index); ok {
 			if v, err := in.ArrayIndex(ix, env, true); err != nil {
@@ -664,7 +668,11 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 }
 
 // incdec types ++ and -- of a modifiable integer.
-func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
+func (in *Info) incdec(op string, x ast.Expr, env *Env) (*types.Type, error) {
+	if _, macro := Unparen(x).(*ast.MacroVar); macro {
+		// $pid++: a macro variable is a constant, no lvalue.
+		return nil, in.errorf(x.Start(), "D_OP_LVAL", "operator %s requires modifiable lvalue as an operand", op)
+	}
 	in.create(x)
 	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
 	t, err := in.lvalue(x, types.Int64T, env)
