@@ -275,18 +275,21 @@ func (e *Enabling) fire(name string, args ...uint64) error {
 	return nil
 }
 
-// begin fires BEGIN, prints what it recorded, opens the gate unless BEGIN
-// called exit(), and starts the consumer.
+// begin fires BEGIN, opens the gate unless BEGIN called exit(), prints
+// what BEGIN recorded, and starts the consumer. The gate opens first, as
+// in DTrace every probe is enabled by the time BEGIN's records are read:
+// what BEGIN's system( ) runs is traced. BEGIN's records still come
+// first in the buffer.
 func (e *Enabling) begin() error {
 	if err := e.fire("BEGIN"); err != nil {
 		return err
 	}
-	e.drain()
 	if e.activity() == codegen.Inactive {
 		if err := e.setActivity(codegen.Active); err != nil {
 			return err
 		}
 	}
+	e.drain()
 	e.stopRead = make(chan struct{})
 	e.consumer.Add(1)
 	go e.consume()
