@@ -276,20 +276,28 @@ func (e *Enabling) fire(name string, args ...uint64) error {
 }
 
 // begin fires BEGIN, opens the gate unless BEGIN called exit(), prints
-// what BEGIN recorded, and starts the consumer. The gate opens first, as
-// in DTrace every probe is enabled by the time BEGIN's records are read:
-// what BEGIN's system( ) runs is traced. BEGIN's records still come
-// first in the buffer.
+// what BEGIN recorded, and starts the consumer. BEGIN's records are read
+// before the gate opens and handled after, as dtrace enables every probe
+// before it consumes them: what a system( ) in BEGIN runs is traced.
 func (e *Enabling) begin() error {
 	if err := e.fire("BEGIN"); err != nil {
 		return err
+	}
+	var recs [][]byte
+	var rec ringbuf.Record
+	e.rd.SetDeadline(time.Now())
+	for e.rd.ReadInto(&rec) == nil {
+		recs = append(recs, append([]byte(nil), rec.RawSample...))
 	}
 	if e.activity() == codegen.Inactive {
 		if err := e.setActivity(codegen.Active); err != nil {
 			return err
 		}
 	}
-	e.drain()
+	for _, r := range recs {
+		e.handle(r)
+	}
+	e.reportDrops()
 	e.stopRead = make(chan struct{})
 	e.consumer.Add(1)
 	go e.consume()

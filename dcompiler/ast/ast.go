@@ -226,10 +226,11 @@ type Postfix struct {
 
 // Binary is x op y, including && || ^^ and the comma operator.
 type Binary struct {
-	Pos source.Pos // of the operator
-	Op  string
-	X   Expr
-	Y   Expr
+	Pos  source.Pos // of the operator
+	Op   string
+	X    Expr
+	Y    Expr
+	Next source.Pos // of what follows it: the line DTrace reports it at
 }
 
 // Assign is lhs op rhs where op is = or a compound assignment.
@@ -281,6 +282,7 @@ type Cast struct {
 	Pos  source.Pos
 	Type *TypeName
 	X    Expr
+	Next source.Pos // of what follows it: the line DTrace reports it at
 }
 
 // SizeofType is sizeof(type).

@@ -90,6 +90,13 @@ type Info struct {
 	// fds[self->fd].fi_name) wait for the variables to be declared;
 	// xlateWaited says one did.
 	xlateLater, xlateWaited bool
+
+	// created holds the global scalars that exist at the point of the
+	// program being checked, once ordered is set: as in DTrace, one is
+	// made by its declaration or its first assignment in program order,
+	// and reading it before then is an error.
+	created map[string]bool
+	ordered bool
 }
 
 // Clause is a clause with its matched probes.
@@ -220,6 +227,10 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 			later = append(later, cl)
 		}
 	}
+	in.created = map[string]bool{}
+	for name := range in.globals {
+		in.created[name] = true
+	}
 	in.predeclare()
 	in.xlateLater = false
 	if len(later) > 0 {
@@ -231,12 +242,14 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 		}
 		in.predeclare()
 	}
+	in.ordered = true
 	for _, cl := range in.Clauses {
 		in.file = cl.File
 		if err := in.clause(cl); err != nil {
 			return nil, err
 		}
 	}
+	in.ordered = false
 	if err := in.unusedPragmas(); err != nil {
 		return nil, err
 	}
@@ -264,6 +277,14 @@ func (in *Info) unusedPragmas() error {
 
 func (in *Info) errorf(p source.Pos, tag, format string, args ...any) error {
 	return source.Errorf(in.file, p, tag, format, args...)
+}
+
+// errorAt is errorf at p whose message is numbered by the line of next,
+// as DTrace numbers an operator's errors (when next is known).
+func (in *Info) errorAt(p, next source.Pos, tag, format string, args ...any) error {
+	e := source.Errorf(in.file, p, tag, format, args...)
+	e.LineAt = next
+	return e
 }
 
 // PragmaOption parses the text after "#pragma" as "D option name[=value]".

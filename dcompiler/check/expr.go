@@ -108,7 +108,7 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 			if xl.Type.Ptr > 0 {
 				what = "pointer to translated data"
 			}
-			return nil, in.errorf(e.Pos, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", what, t)
+			return nil, in.errorAt(e.Pos, e.Next, "D_CAST_INVAL", "invalid cast expression: \"%s\" to \"%s\"", what, t)
 		}
 		xt, err := in.TypeOf(e.X, env)
 		if err != nil {
@@ -284,6 +284,9 @@ func (in *Info) identType(e *ast.Ident, env *Env) (*types.Type, error) {
 		return t, nil
 	}
 	if v := in.globals[e.Name]; v != nil {
+		if in.ordered && in.created != nil && v.Keys == nil && !in.created[e.Name] {
+			return nil, in.errorf(e.Pos, "D_IDENT_UNDEF", "failed to resolve %s: Unknown variable name", e.Name)
+		}
 		if v.Keys != nil {
 			return nil, in.errorf(e.Pos, "D_IDENT_BADREF", "associative array '%s' may not be referenced as scalar", e.Name)
 		}
@@ -332,6 +335,10 @@ func (in *Info) valueArg(e *ast.Call, a ast.Expr) (*types.Type, error) {
 	}
 	return nil, nil
 }
+
+// MaxTracemem bounds tracemem( )'s bytes, which its record holds: a
+// struct of a few kernel structs fits.
+const MaxTracemem = 4096
 
 // isActionCall reports whether e is a call of one of D's actions.
 func isActionCall(e ast.Expr) bool {
@@ -658,6 +665,7 @@ func (in *Info) unaryType(e *ast.Unary, env *Env) (*types.Type, error) {
 
 // incdec types ++ and -- of a modifiable integer.
 func (in *Info) incdec(x ast.Expr, env *Env) (*types.Type, error) {
+	in.create(x)
 	// A variable ++ or -- brings into being is an int64_t, as in DTrace.
 	t, err := in.lvalue(x, types.Int64T, env)
 	if err != nil {
@@ -724,15 +732,15 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 			return nil, floatOp(in, e.Pos, e.Op)
 		}
 		if x.Kind == types.Struct || y.Kind == types.Struct {
-			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
+			return nil, in.errorAt(e.Pos, e.Next, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
 		if x.IsString() != y.IsString() && !in.StringNullCompare(e) {
-			return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+			return nil, in.errorAt(e.Pos, e.Next, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 		}
 		return types.IntT, nil
 	case e.Op == "&&" || e.Op == "||" || e.Op == "^^":
 		if !x.IsScalar() || !y.IsScalar() {
-			return nil, in.errorf(e.Pos, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
+			return nil, in.errorAt(e.Pos, e.Next, "D_OP_SCALAR", "operator %s requires operands of scalar type", e.Op)
 		}
 		return types.IntT, nil
 	}
@@ -747,15 +755,15 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 		// As DTrace words it: bitwise operators, shifts and % want
 		// integers, the others arithmetic types.
 		if intOps[e.Op] {
-			return nil, in.errorf(e.Pos, "D_OP_INT", "operator %s requires operands of integral type", e.Op)
+			return nil, in.errorAt(e.Pos, e.Next, "D_OP_INT", "operator %s requires operands of integral type", e.Op)
 		}
-		return nil, in.errorf(e.Pos, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
+		return nil, in.errorAt(e.Pos, e.Next, "D_OP_ARITH", "operator %s requires operands of arithmetic type", e.Op)
 	}
 	if e.Op == "/" || e.Op == "%" {
 		// As DTrace folds constants: a constant zero divisor is an error
 		// wherever it stands.
 		if v, ok := in.ConstInt(e.Y); ok && v == 0 {
-			return nil, in.errorf(e.Pos, "D_DIV_ZERO", "expression contains division by zero")
+			return nil, in.errorAt(e.Pos, e.Next, "D_DIV_ZERO", "expression contains division by zero")
 		}
 	}
 	if e.Op == "<<" || e.Op == ">>" {
@@ -766,7 +774,7 @@ func (in *Info) binaryType(e *ast.Binary, env *Env) (*types.Type, error) {
 	}
 	if (e.Op == "+" || e.Op == "-") && (isVoidPtr(x) && !y.IsString() || isVoidPtr(y) && !x.IsString()) {
 		// A void * points at nothing of known size, so it takes no steps.
-		return nil, in.errorf(e.Pos, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
+		return nil, in.errorAt(e.Pos, e.Next, "D_OP_INCOMPAT", "operands have incompatible types: \"%s\" %s \"%s\"", x, e.Op, y)
 	}
 	return types.Arith(x, y), nil
 }
@@ -833,6 +841,7 @@ func (in *Info) assignType(e *ast.Assign, env *Env) (*types.Type, error) {
 			return nil, in.errorf(r.Pos, "D_VAR_UNDEF", "%s has not yet been declared or assigned", r)
 		}
 	}
+	in.create(e.LHS) // before its right side, as DTrace cooks them
 	rt, err := in.TypeOf(e.RHS, env)
 	if err != nil {
 		return nil, err
@@ -1333,9 +1342,9 @@ func (in *Info) callType(e *ast.Call, env *Env) (*types.Type, error) {
 		}
 		if n, ok := in.ConstInt(e.Args[1]); !ok || n <= 0 {
 			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be a non-zero positive integral constant expression")
-		} else if n > 1024 {
+		} else if n > MaxTracemem {
 			// dstar's limit: the record holds the bytes.
-			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most 1024")
+			return nil, in.errorf(e.Args[1].Start(), "D_TRACEMEM_SIZE", "tracemem( ) argument #2 must be at most %d", MaxTracemem)
 		}
 		return types.VoidT, nil
 	case PathFn:

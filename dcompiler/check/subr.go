@@ -40,6 +40,7 @@ var Subroutines = map[string]subr{
 	"tolower":     {[]argKind{argString}, 0, "string", "string"},
 	"basename":    {[]argKind{argString}, 0, "string", "string"},
 	"dirname":     {[]argKind{argString}, 0, "string", "string"},
+	"cleanpath":   {[]argKind{argString}, 0, "string", "string"},
 	"lltostr":     {[]argKind{argInt, argInt}, 1, "string", "int64_t, int"},
 	"strtoll":     {[]argKind{argString, argInt}, 1, "int64", "string, int"},
 	"htons":       {[]argKind{argInt}, 0, "uint16", "uint16_t"},

@@ -97,6 +97,14 @@ func (in *Info) vars(s Scope) map[string]*Var {
 	return in.globals
 }
 
+// create records that global scalar x (when it is one) exists from here
+// on in program order: it is assigned, or incremented.
+func (in *Info) create(x ast.Expr) {
+	if id, ok := Unparen(x).(*ast.Ident); ok && in.created != nil {
+		in.created[id.Name] = true
+	}
+}
+
 // Lookup returns the variable a reference names, or nil.
 func (in *Info) Lookup(r VarRef) *Var { return in.vars(r.Scope)[r.Name] }
 

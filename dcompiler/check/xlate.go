@@ -68,7 +68,11 @@ const maxXlateDepth = 8
 // types them.
 func (in *Info) translatorDecl(d *ast.Decl) error {
 	x := d.Xlator
-	for _, tr := range in.xlators[spell(x.Out)] {
+	key := spell(x.Out)
+	if out, err := in.typeName(x.Out); err == nil {
+		key = out.Name // as they are kept: lwpsinfo_t is struct lwpsinfo
+	}
+	for _, tr := range in.xlators[key] {
 		if spell(tr.decl.In) == spell(x.In) {
 			return in.errorf(x.End, "D_XLATE_REDECL", "translator from %s to %s has already been declared", spell(x.In), spell(x.Out))
 		}
@@ -267,23 +271,28 @@ func (in *Info) argsIndexOf(e ast.Expr) (int, bool) {
 // inline defined as one, or a translated argument of one of probes.
 func (in *Info) usesXlate(e ast.Expr, probes []*providers.Probe) bool {
 	found := false
-	ast.Inspect(e, func(x ast.Expr) {
-		if found {
-			return
-		}
-		if in.xlateOf(x) != nil {
-			found = true
-			return
-		}
-		if n, ok := in.argsIndexOf(x); ok {
-			for _, pr := range probes {
-				if a := PositionalArg(pr, n); a != nil && a.Expr != "" {
-					found = true
-				}
+	ast.Inspect(e, func(x ast.Expr) { found = found || in.translates(x, probes) })
+	return found
+}
+
+// translates says whether node x itself (not its parts) needs translating.
+// Parentheses are left to the walk, which visits what they hold: looking
+// through them at every level would make deep nesting cost its square.
+func (in *Info) translates(x ast.Expr, probes []*providers.Probe) bool {
+	if _, ok := x.(*ast.Paren); ok {
+		return false
+	}
+	if in.xlateOf(x) != nil {
+		return true
+	}
+	if n, ok := in.argsIndexOf(x); ok {
+		for _, pr := range probes {
+			if a := PositionalArg(pr, n); a != nil && a.Expr != "" {
+				return true
 			}
 		}
-	})
-	return found
+	}
+	return false
 }
 
 // translateClause expands the translators a clause uses, in place.
@@ -298,18 +307,9 @@ func (in *Info) translateClause(cl *Clause) error {
 			return err
 		}
 	}
-	var exprs []ast.Expr
-	if cl.Pred != nil {
-		exprs = append(exprs, cl.Pred)
-	}
-	ast.InspectStmts(cl.Body, func(e ast.Expr) { exprs = append(exprs, e) })
-	need := false
-	for _, e := range exprs {
-		if in.usesXlate(e, cl.Probes) {
-			need = true
-			break
-		}
-	}
+	// Every node is looked at once: the walks visit each subexpression.
+	need := cl.Pred != nil && in.usesXlate(cl.Pred, cl.Probes)
+	ast.InspectStmts(cl.Body, func(e ast.Expr) { need = need || in.translates(e, cl.Probes) })
 	if !need {
 		return nil
 	}

@@ -183,6 +183,8 @@ func (pg *probeGen) subrStr(e *ast.Call, base asm.Register, off, size int, nulla
 		pg.label(done)
 	case "basename", "dirname":
 		return pg.pathPart(e, base, off, size)
+	case "cleanpath":
+		return pg.cleanpath(e, base, off, size)
 	case "lltostr":
 		return pg.lltostr(e, base, off, size)
 	case "inet_ntoa", "inet_ntoa6":

@@ -428,3 +428,113 @@ func (pg *probeGen) mutexSubr(e *ast.Call) error {
 	}
 	return nil
 }
+
+// cleanpath(s) is path s without "." elements, with each ".." taking
+// away the element before it (at the root, nothing), and without
+// repeated or trailing slashes; "" stays "", and what leaves nothing of a
+// relative path is ".", as in DTrace. One pass over s: each element is
+// written as it is read, then taken back if it was "." or a ".." that
+// undoes the element whose start is on top of a stack. The loop's state
+// is in memory, so that its iterations' paths merge for the verifier.
+func (pg *probeGen) cleanpath(e *ast.Call, base asm.Register, off, size int) error {
+	S := pg.in.Opts.StrSize
+	s, err := pg.strTemp(e.Args[0], S)
+	if err != nil {
+		return err
+	}
+	// The output never outgrows the input by more than its root; at
+	// most every other character starts an element. Masks bound the
+	// indexes for the verifier (no branches: they would multiply the
+	// paths it follows), so the buffers are powers of two.
+	pow2 := func(x int) int {
+		n := 1
+		for n < x {
+			n <<= 1
+		}
+		return n
+	}
+	outLen, stackLen := pow2(S+2), pow2(S/2+2)
+	out := pg.allocScratch(outLen)
+	stack := pg.allocScratch(2 * stackLen) // u16 starts of the kept elements
+	st := pg.allocScratch(48)
+	w, sep, elemLen, notDots, depth, rooted := int16(st), int16(st+8), int16(st+16), int16(st+24), int16(st+32), int16(st+40)
+	for i := 0; i < 6; i++ {
+		pg.emit(storeImm(regState, int16(st+8*i), 0, asm.DWord))
+	}
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(s), asm.Byte))
+	relative := pg.newLabel("clean_relative")
+	pg.emit(asm.JNE.Imm(asm.R1, '/', relative))
+	pg.emit(storeImm(regState, int16(out), '/', asm.Byte), storeImm(regState, w, 1, asm.DWord), storeImm(regState, rooted, 1, asm.DWord))
+	pg.label(relative)
+	// putOut writes the byte in r at out[w] (R3 = w, R4 clobbered).
+	putOut := func(r asm.Register) {
+		pg.emit(asm.LoadMem(asm.R3, regState, w, asm.DWord), asm.Mov.Reg(asm.R4, asm.R3), asm.And.Imm(asm.R4, int32(outLen-1)))
+		pg.emit(asm.Add.Reg(asm.R4, regState), asm.StoreMem(asm.R4, int16(out), r, asm.Byte))
+		pg.emit(asm.Add.Imm(asm.R3, 1), asm.StoreMem(regState, w, asm.R3, asm.DWord))
+	}
+	// stackAt leaves in R3 the address of stack[R4].
+	stackAt := func() {
+		pg.emit(asm.Mov.Reg(asm.R3, asm.R4), asm.And.Imm(asm.R3, int32(stackLen-1)), asm.LSh.Imm(asm.R3, 1))
+		pg.emit(asm.Add.Reg(asm.R3, regState), asm.Add.Imm(asm.R3, int32(stack)))
+	}
+	pg.loop(asm.R0, 0, int32(S), func(brk string) {
+		pg.addrOf(asm.R2, regState, s)
+		pg.emit(asm.Add.Reg(asm.R2, asm.R0), asm.LoadMem(asm.R1, asm.R2, 0, asm.Byte))
+		endElem, next := pg.newLabel("clean_end_elem"), pg.newLabel("clean_next")
+		pg.emit(asm.JEq.Imm(asm.R1, '/', endElem), asm.JEq.Imm(asm.R1, 0, endElem))
+		// A character of an element; before its first, a separator
+		// unless the output is empty (or just the root).
+		started := pg.newLabel("clean_started")
+		pg.emit(asm.LoadMem(asm.R2, regState, elemLen, asm.DWord), asm.JNE.Imm(asm.R2, 0, started))
+		pg.emit(asm.LoadMem(asm.R3, regState, w, asm.DWord), asm.StoreMem(regState, sep, asm.R3, asm.DWord))
+		pg.emit(asm.LoadMem(asm.R4, regState, rooted, asm.DWord), asm.JEq.Reg(asm.R3, asm.R4, started))
+		pg.emit(asm.Mov.Imm(asm.R5, '/'))
+		putOut(asm.R5)
+		pg.label(started)
+		putOut(asm.R1)
+		pg.emit(asm.LoadMem(asm.R2, regState, elemLen, asm.DWord), asm.Add.Imm(asm.R2, 1), asm.StoreMem(regState, elemLen, asm.R2, asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R1, '.', next), storeImm(regState, notDots, 1, asm.DWord), asm.Ja.Label(next))
+		// The element ends: "." goes, ".." takes the kept element
+		// before it along (or at the root, goes; or stays, leading a
+		// relative path), anything else is kept.
+		pg.label(endElem)
+		reset, keep, dot, dotdot, noPop := pg.newLabel("clean_reset"), pg.newLabel("clean_keep"), pg.newLabel("clean_dot"), pg.newLabel("clean_dotdot"), pg.newLabel("clean_nopop")
+		pg.emit(asm.LoadMem(asm.R2, regState, elemLen, asm.DWord), asm.JEq.Imm(asm.R2, 0, reset))
+		pg.emit(asm.LoadMem(asm.R3, regState, notDots, asm.DWord), asm.JNE.Imm(asm.R3, 0, keep))
+		pg.emit(asm.JEq.Imm(asm.R2, 1, dot), asm.JEq.Imm(asm.R2, 2, dotdot))
+		pg.label(keep)
+		pg.emit(asm.LoadMem(asm.R4, regState, depth, asm.DWord))
+		stackAt()
+		pg.emit(asm.LoadMem(asm.R5, regState, sep, asm.DWord), asm.StoreMem(asm.R3, 0, asm.R5, asm.Half))
+		pg.emit(asm.Add.Imm(asm.R4, 1), asm.StoreMem(regState, depth, asm.R4, asm.DWord), asm.Ja.Label(reset))
+		pg.label(dot)
+		pg.emit(asm.LoadMem(asm.R5, regState, sep, asm.DWord), asm.StoreMem(regState, w, asm.R5, asm.DWord), asm.Ja.Label(reset))
+		pg.label(dotdot)
+		pg.emit(asm.LoadMem(asm.R4, regState, depth, asm.DWord), asm.JEq.Imm(asm.R4, 0, noPop))
+		pg.emit(asm.Sub.Imm(asm.R4, 1), asm.StoreMem(regState, depth, asm.R4, asm.DWord))
+		stackAt()
+		pg.emit(asm.LoadMem(asm.R5, asm.R3, 0, asm.Half), asm.StoreMem(regState, w, asm.R5, asm.DWord), asm.Ja.Label(reset))
+		pg.label(noPop)
+		pg.emit(asm.LoadMem(asm.R3, regState, rooted, asm.DWord), asm.JEq.Imm(asm.R3, 0, reset))
+		pg.emit(asm.LoadMem(asm.R5, regState, sep, asm.DWord), asm.StoreMem(regState, w, asm.R5, asm.DWord))
+		pg.label(reset)
+		pg.emit(storeImm(regState, elemLen, 0, asm.DWord), storeImm(regState, notDots, 0, asm.DWord))
+		pg.emit(asm.JEq.Imm(asm.R1, 0, brk))
+		pg.label(next)
+	})
+	empty, nothingLeft, done := pg.newLabel("clean_empty"), pg.newLabel("clean_dot_only"), pg.newLabel("clean_done")
+	pg.emit(asm.LoadMem(asm.R1, regState, int16(s), asm.Byte), asm.JEq.Imm(asm.R1, 0, empty))
+	pg.emit(asm.LoadMem(asm.R3, regState, w, asm.DWord), asm.JEq.Imm(asm.R3, 0, nothingLeft))
+	pg.emit(asm.Mov.Imm(asm.R5, 0))
+	putOut(asm.R5)
+	pg.addrOf(asm.R3, regState, out)
+	pg.copyFrom(base, off, size)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(nothingLeft)
+	pg.literal(".", base, off, size)
+	pg.emit(asm.Ja.Label(done))
+	pg.label(empty)
+	pg.literal("", base, off, size)
+	pg.label(done)
+	return nil
+}

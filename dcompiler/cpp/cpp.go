@@ -74,6 +74,13 @@ func Run(name, src string, opts Options) (string, error) {
 	case "c":
 		p.macros["__STDC__"] = &macro{body: "1"}
 	}
+	if opts.Stdc == "" || opts.Stdc == "a" {
+		// dtrace's default, -Xa, runs cpp -std=c99: strict ISO C, so
+		// that the system's headers (<endian.h>) declare no GNU inline
+		// functions, only macros and types.
+		p.macros["__STDC_VERSION__"] = &macro{body: "199901L"}
+		p.macros["__STRICT_ANSI__"] = &macro{body: "1"}
+	}
 	for k, v := range opts.Defines {
 		if v == "" {
 			v = "1"
@@ -105,7 +112,24 @@ func predefined() map[string]string {
 	case "arm64":
 		m["__aarch64__"] = "1"
 	}
+	// What cpp says of the data model, which the system's headers test.
+	for k, v := range map[string]string{
+		"__LP64__": "1", "_LP64": "1", "__ELF__": "1", "__CHAR_BIT__": "8",
+		"__SIZEOF_SHORT__": "2", "__SIZEOF_INT__": "4", "__SIZEOF_LONG__": "8",
+		"__SIZEOF_LONG_LONG__": "8", "__SIZEOF_POINTER__": "8",
+		"__ORDER_LITTLE_ENDIAN__": "1234", "__ORDER_BIG_ENDIAN__": "4321",
+		"__BYTE_ORDER__": "__ORDER_LITTLE_ENDIAN__",
+	} {
+		m[k] = v
+	}
 	return m
+}
+
+// systemDirs are where cpp looks for <...> after the -I directories:
+// the system's include directories, the multiarch one (bits/) first.
+func systemDirs() []string {
+	arch := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	return []string{"/usr/local/include", "/usr/include/" + arch, "/usr/include"}
 }
 
 // cond is one level of #if nesting.
@@ -129,6 +153,7 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 	if len(lines) > 1 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1] // the text after the last newline
 	}
+	inComment := false
 	for i := 0; i < len(lines); i++ {
 		lineNo := i + 1
 		line := lines[i]
@@ -139,6 +164,9 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 			joined++
 			line = line[:len(line)-1] + lines[i]
 		}
+		// Comments are spaces, as to cpp: a "#" inside one (a header's
+		// "   #if __GNUC_PREREQ (2,8)" example) is no directive.
+		line = stripComments(line, &inComment)
 		errf := func(format string, args ...any) error {
 			return &Error{name, lineNo, fmt.Sprintf(format, args...)}
 		}
@@ -225,7 +253,16 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 				if err := p.file(path, text, &inc); err != nil {
 					return err
 				}
-				out.WriteString(strings.TrimRight(inc.String(), "\n"))
+				// Only the lines that hold something: a header's
+				// directives and comments must not move the including
+				// file's lines (errors name them).
+				var kept []string
+				for _, l := range strings.Split(inc.String(), "\n") {
+					if strings.TrimSpace(l) != "" {
+						kept = append(kept, l)
+					}
+				}
+				out.WriteString(strings.Join(kept, "\n"))
 			case "pragma":
 				out.WriteString(line)
 			case "error":
@@ -242,6 +279,46 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 		p.errs = append(p.errs, &Error{name, stack[i].line, "unterminated #" + stack[i].dir})
 	}
 	return nil
+}
+
+// stripComments replaces the comments in a line with a space each;
+// inComment carries an unfinished /* */ comment from line to line.
+func stripComments(line string, inComment *bool) string {
+	if !*inComment && !strings.Contains(line, "/*") && !strings.Contains(line, "//") {
+		return line
+	}
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case *inComment:
+			if strings.HasPrefix(line[i:], "*/") {
+				*inComment = false
+				b.WriteByte(' ')
+				i++
+			}
+		case quote != 0:
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(line) {
+				i++
+				b.WriteByte(line[i])
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+			b.WriteByte(c)
+		case strings.HasPrefix(line[i:], "/*"):
+			*inComment = true
+			i++
+		case strings.HasPrefix(line[i:], "//"):
+			return b.String()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func splitDirective(s string) (string, string) {
@@ -288,7 +365,8 @@ func (p *pp) define(s string) error {
 }
 
 // include finds and reads an included file: "name" beside the including
-// file first, then the -I directories; <name> only in the -I directories.
+// file first, then the -I directories, then the system's; <name> in the
+// -I directories, then the system's.
 func (p *pp) include(from, spec string) (string, string, error) {
 	if len(spec) < 2 {
 		return "", "", fmt.Errorf("#include expects \"FILENAME\" or <FILENAME>")
@@ -297,8 +375,9 @@ func (p *pp) include(from, spec string) (string, string, error) {
 	switch {
 	case spec[0] == '"' && spec[len(spec)-1] == '"':
 		dirs = append([]string{filepath.Dir(from)}, p.opts.Includes...)
+		dirs = append(dirs, systemDirs()...)
 	case spec[0] == '<' && spec[len(spec)-1] == '>':
-		dirs = p.opts.Includes
+		dirs = append(append([]string{}, p.opts.Includes...), systemDirs()...)
 	default:
 		return "", "", fmt.Errorf("#include expects \"FILENAME\" or <FILENAME>")
 	}

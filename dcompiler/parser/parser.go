@@ -708,6 +708,20 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 				return nil, err
 			}
 		}
+		if p.tok.Is("(") {
+			// "int (*fp)();", "int (*afp[2])();": a pointer to a
+			// function (or an array of them), which D holds as a
+			// void *.
+			m, err := p.funcPtrMember(mt)
+			if err != nil {
+				return nil, err
+			}
+			def.Members = append(def.Members, m)
+			if err := p.expect(";"); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if p.tok.Kind != lexer.Ident && !p.tok.Is(":") {
 			return nil, p.syntaxError()
 		}
@@ -775,6 +789,51 @@ func (p *parser) typeBody(kind, name string, pos source.Pos) (*ast.TypeDef, erro
 		return nil, err
 	}
 	return def, nil
+}
+
+// funcPtrMember parses a member "(*name)(params)" or "(*name[N])(params)"
+// of a struct or union, the current token being its "(".
+func (p *parser) funcPtrMember(mt *ast.TypeName) (*ast.Member2, error) {
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("*") {
+		return nil, p.syntaxError()
+	}
+	for p.tok.Is("*") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	if p.tok.Kind != lexer.Ident {
+		return nil, p.syntaxError()
+	}
+	m := &ast.Member2{Pos: p.tok.Pos, Name: p.tok.Text, Type: &ast.TypeName{Pos: mt.Pos, Name: "void", Ptr: 1}}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.Is("[") {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.Kind != lexer.Int || p.tok.Val == 0 || p.tok.Val > 1<<20 {
+			return nil, p.syntaxError()
+		}
+		m.Len = int(p.tok.Val)
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if err := p.expect("]"); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if !p.tok.Is("(") {
+		return nil, p.syntaxError()
+	}
+	return m, p.params()
 }
 
 // isTagName reports whether a type's name is a struct, union or enum tag.
@@ -1015,6 +1074,16 @@ func (p *parser) nesting(off int) (parens, bracks int) {
 		}
 	}
 	return parens, bracks
+}
+
+// lookahead is where DTrace's lexer is when its parser reduces what was
+// just parsed: at the current token, or past the space after a '/' that
+// closes a predicate.
+func (p *parser) lookahead() source.Pos {
+	if p.inPred && p.tok.Is("/") && p.endsPredicate() {
+		return p.afterSpace(p.tok.End)
+	}
+	return p.tok.Pos
 }
 
 // afterSpace returns the offset of the first byte at or after off that is
@@ -1449,7 +1518,7 @@ func (p *parser) binary(level int) (ast.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &ast.Binary{Pos: pos, Op: op, X: x, Y: y}
+		x = &ast.Binary{Pos: pos, Op: op, X: x, Y: y, Next: p.lookahead()}
 	}
 	return x, nil
 }
@@ -1494,7 +1563,7 @@ func (p *parser) unary() (ast.Expr, error) {
 				if err != nil {
 					return nil, err
 				}
-				return &ast.Cast{Pos: t.Pos, Type: tn, X: x}, nil
+				return &ast.Cast{Pos: t.Pos, Type: tn, X: x, Next: p.lookahead()}, nil
 			}
 			p.lx.Reset(save)
 			p.tok = t

@@ -85,6 +85,10 @@ type Error struct {
 	// its code generator's): Error gives the message alone, and the
 	// excerpt still shows where.
 	NoLine bool
+	// LineAt, when set, is where the message's line is taken from
+	// instead of Pos: DTrace numbers an operator's error by the token
+	// its parser had read when it reduced the operator. 0 when unset.
+	LineAt Pos
 }
 
 // Errorf makes an Error at p.
@@ -96,6 +100,9 @@ func Errorf(f *File, p Pos, tag, format string, args ...any) *Error {
 func (e *Error) Line() int {
 	if e.Pos == NoPos || e.File == nil {
 		return 0
+	}
+	if e.LineAt > 0 && e.LineAt != NoPos {
+		return e.File.Position(e.LineAt).Line
 	}
 	return e.File.Position(e.Pos).Line
 }
