@@ -1943,6 +1943,9 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 	if n < 0 || n >= 10 {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for args[ ]", n)
 	}
+	if m := ArgsIndexMember(e, env.Probe, int(n)); m != nil {
+		return in.TypeOf(m, env)
+	}
 	if a := PositionalArg(env.Probe, int(n)); a != nil {
 		if a.BTF != nil {
 			return ktypes.FromBTF(a.BTF), nil
@@ -1952,10 +1955,21 @@ func (in *Info) argsIndex(e *ast.Index, env *Env) (*types.Type, error) {
 		}
 		return types.FromC(a.Type, a.Size, a.Signed), nil
 	}
-	if env.Probe != nil && (fixedArgs[env.Probe.Provider] || typedArgs(env.Probe)) {
+	if env.Probe != nil && (fixedArgs[env.Probe.Provider] || typedArgs(env.Probe) || env.Probe.Provider == "sdt" && len(env.Probe.Args) > 0) {
 		return nil, in.errorf(e.Keys[0].Start(), "D_ARGS_IDX", "index %d is out of range for %s args[ ]", n, env.Probe)
 	}
 	return types.Int64T, nil
+}
+
+// ArgsIndexMember returns args->F for args[n] on a probe whose arguments
+// are a tracepoint's named fields (sdt), F being its field n, as in
+// DTrace, where an SDT probe's args[] are the tracepoint's fields in
+// order; nil for any other probe.
+func ArgsIndexMember(e *ast.Index, p *providers.Probe, n int) *ast.Member {
+	if p == nil || p.Provider != "sdt" || n < 0 || n >= len(p.Args) || p.Args[n].Name == "" {
+		return nil
+	}
+	return &ast.Member{Pos: e.Pos, X: e.X, Name: p.Args[n].Name, Arrow: true}
 }
 
 // typedArgs reports whether p's positional arguments all come typed from

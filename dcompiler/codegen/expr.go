@@ -117,6 +117,9 @@ func (pg *probeGen) expr(e ast.Expr) error {
 		}
 		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" {
 			n, _ := pg.in.ConstInt(e.Keys[0])
+			if m := check.ArgsIndexMember(e, pg.probe, int(n)); m != nil {
+				return pg.argsField(m, t)
+			}
 			pg.emit(asm.LoadMem(asm.R0, regState, int16(StArgs+8*n), asm.DWord))
 			if t.Kind == types.Int {
 				pg.normalize(asm.R0, t.Size, t.Signed)

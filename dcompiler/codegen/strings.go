@@ -120,6 +120,12 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 		if r, ok := check.RefOf(e); ok {
 			return pg.refStrInto(r, base, off, size)
 		}
+		if id, ok := e.X.(*ast.Ident); ok && id.Name == "args" && len(e.Keys) == 1 {
+			n, _ := pg.in.ConstInt(e.Keys[0])
+			if m := check.ArgsIndexMember(e, pg.probe, int(n)); m != nil {
+				return pg.fieldStr(m, base, off, size)
+			}
+		}
 	case *ast.Binary:
 		return pg.strOffset(e, base, off, size)
 	case *ast.Assign:
