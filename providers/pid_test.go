@@ -157,7 +157,8 @@ func TestPidAttach(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		args, errno := h.last()
-		if args[0] != uint64('A'+i) || args[6] != 0 || errno != 0 {
+		// (arg6 on is read from the user stack, whatever is there.)
+		if args[0] != uint64('A'+i) || errno != 0 {
 			t.Errorf("%s: args %v errno %d", how, args, errno)
 		}
 		if err := l.Close(); err != nil {
