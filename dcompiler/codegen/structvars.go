@@ -188,9 +188,7 @@ func (pg *probeGen) assignStruct(e *ast.Assign) error {
 		if err != nil {
 			return err
 		}
-		pg.mapPtr(asm.R1, v.Map)
-		pg.addrOf(asm.R2, regState, keyOff)
-		pg.call(asm.FnMapDeleteElem)
+		pg.deleteElem(v, keyOff)
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
 		return nil
 	}

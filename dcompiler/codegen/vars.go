@@ -149,9 +149,7 @@ func (pg *probeGen) storeRef(r check.VarRef) error {
 	pg.emit(asm.JEq.Imm(asm.R0, 0, del))
 	pg.update(v.Map, keyOff, val, done)
 	pg.label(del)
-	pg.mapPtr(asm.R1, v.Map)
-	pg.addrOf(asm.R2, regState, keyOff)
-	pg.call(asm.FnMapDeleteElem)
+	pg.deleteElem(v, keyOff)
 	pg.label(done)
 	pg.emit(asm.LoadMem(asm.R0, regState, int16(val), asm.DWord))
 	return nil
@@ -171,6 +169,15 @@ func (pg *probeGen) update(m string, keyOff, valOff int, done string) {
 	pg.emit(asm.Ja.Label(done))
 }
 
+// deleteElem frees v's element whose key is at keyOff in the state:
+// assigning 0 (or a NULL string) to a dynamic variable frees it, as in
+// DTrace.
+func (pg *probeGen) deleteElem(v *Var, keyOff int) {
+	pg.mapPtr(asm.R1, v.Map)
+	pg.addrOf(asm.R2, regState, keyOff)
+	pg.call(asm.FnMapDeleteElem)
+}
+
 // storeRefStr assigns string expression rhs to r.
 func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 	v := pg.varOf(r)
@@ -181,9 +188,7 @@ func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 		if err != nil {
 			return err
 		}
-		pg.mapPtr(asm.R1, v.Map)
-		pg.addrOf(asm.R2, regState, keyOff)
-		pg.call(asm.FnMapDeleteElem)
+		pg.deleteElem(v, keyOff)
 		return nil
 	}
 	if v.Map == "" {
@@ -204,9 +209,7 @@ func (pg *probeGen) storeRefStr(r check.VarRef, rhs ast.Expr) error {
 	pg.update(v.Map, keyOff, val, done)
 	// A NULL string frees the element, as the constant NULL does.
 	pg.label(del)
-	pg.mapPtr(asm.R1, v.Map)
-	pg.addrOf(asm.R2, regState, keyOff)
-	pg.call(asm.FnMapDeleteElem)
+	pg.deleteElem(v, keyOff)
 	pg.label(done)
 	return nil
 }
