@@ -48,21 +48,7 @@ func (pg *probeGen) strInto(e ast.Expr, base asm.Register, off, size int) error 
 			return pg.kernelPath(check.PathCall(check.DirPath(e)), base, off, size)
 		}
 	case *ast.Cond:
-		f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
-		if err := pg.expr(e.C); err != nil {
-			return err
-		}
-		pg.emit(asm.JEq.Imm(asm.R0, 0, f))
-		if err := pg.strInto(e.T, base, off, size); err != nil {
-			return err
-		}
-		pg.emit(asm.Ja.Label(end))
-		pg.label(f)
-		if err := pg.strInto(e.F, base, off, size); err != nil {
-			return err
-		}
-		pg.label(end)
-		return nil
+		return pg.strCond(e, func(x ast.Expr) error { return pg.strInto(x, base, off, size) })
 	case *ast.Call:
 		if e.Fn == "copyinstr" {
 			return pg.copyinstr(e, base, off, size)
@@ -169,21 +155,7 @@ func (pg *probeGen) strIntoOrNull(e ast.Expr, base asm.Register, off, size int) 
 	case *ast.Paren:
 		return pg.strIntoOrNull(x.X, base, off, size)
 	case *ast.Cond:
-		f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
-		if err := pg.expr(x.C); err != nil {
-			return err
-		}
-		pg.emit(asm.JEq.Imm(asm.R0, 0, f))
-		if err := pg.strIntoOrNull(x.T, base, off, size); err != nil {
-			return err
-		}
-		pg.emit(asm.Ja.Label(end))
-		pg.label(f)
-		if err := pg.strIntoOrNull(x.F, base, off, size); err != nil {
-			return err
-		}
-		pg.label(end)
-		return nil
+		return pg.strCond(x, func(y ast.Expr) error { return pg.strIntoOrNull(y, base, off, size) })
 	case *ast.Ident, *ast.Member, *ast.Index:
 		if id, ok := x.(*ast.Ident); ok && pg.in.InlineOf(id.Name) != nil {
 			break
@@ -532,3 +504,23 @@ func literalOf(pg *probeGen, e ast.Expr) (string, bool) {
 }
 
 var _ = types.IntT
+
+// strCond stores the string of whichever branch of c its condition picks,
+// with into.
+func (pg *probeGen) strCond(c *ast.Cond, into func(ast.Expr) error) error {
+	f, end := pg.newLabel("scond_false"), pg.newLabel("scond_end")
+	if err := pg.expr(c.C); err != nil {
+		return err
+	}
+	pg.emit(asm.JEq.Imm(asm.R0, 0, f))
+	if err := into(c.T); err != nil {
+		return err
+	}
+	pg.emit(asm.Ja.Label(end))
+	pg.label(f)
+	if err := into(c.F); err != nil {
+		return err
+	}
+	pg.label(end)
+	return nil
+}
