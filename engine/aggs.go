@@ -38,7 +38,8 @@ type AggRow struct {
 	// Value is the result of count, sum, min, max and (rounded down) avg.
 	Value int64
 	// Sum and SumSq (128 bits, low word first) are what avg and stddev
-	// are computed from.
+	// are computed from; Sum is also the weighted sum of the values a
+	// distribution counted.
 	Sum   int64
 	SumSq [2]uint64
 	// Buckets are the counts of quantize, lquantize and llquantize.
@@ -82,6 +83,31 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 		snap.Aggs = append(snap.Aggs, data)
 	}
 	return snap, nil
+}
+
+// Aggregation reads aggregation name ("" for @) alone, as Snapshot would:
+// an exporter scraping one aggregation need not read every map. It
+// returns nil when the program has no such aggregation.
+func (e *Enabling) Aggregation(name string) (*AggData, error) {
+	l := e.agg(name)
+	if l == nil {
+		return nil, nil
+	}
+	e.stateMu.Lock()
+	if e.frozen() {
+		last := e.last
+		e.stateMu.Unlock()
+		if last != nil {
+			for _, a := range last.Aggs {
+				if a.Layout == l {
+					return a, nil
+				}
+			}
+		}
+		return &AggData{Layout: l}, nil
+	}
+	e.stateMu.Unlock()
+	return readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, e.clearedKeys(l.Name))
 }
 
 // readAgg reads and merges one aggregation map. Batched lookups read
@@ -292,6 +318,9 @@ func merge(l *codegen.AggLayout, row *AggRow, v []byte) {
 	}
 	for i := range row.Buckets {
 		row.Buckets[i] += int64(ne.Uint64(v[8+8*i:]))
+	}
+	if l.Buckets > 0 {
+		row.Sum += int64(ne.Uint64(v[8+8*l.Buckets:]))
 	}
 }
 

@@ -120,15 +120,23 @@ func (pg *probeGen) aggregate(a *ast.Assign, av *ast.AggVar) error {
 		pg.emit(asm.Add.Reg(asm.R5, asm.R1))
 		pg.emit(asm.StoreMem(asm.R0, 24, asm.R5, asm.DWord))
 	case "quantize", "lquantize", "llquantize":
+		incr := func() {
+			if incrTmp != 0 {
+				pg.emit(asm.LoadMem(asm.R3, asm.RFP, incrTmp, asm.DWord))
+			} else {
+				pg.emit(asm.Mov.Imm(asm.R3, 1))
+			}
+		}
+		// The weighted sum of the values after the buckets: what a
+		// histogram's _sum exports (D prints only the buckets).
+		incr()
+		pg.emit(asm.Mul.Reg(asm.R3, asm.R2))
+		pg.addTo(asm.R0, int16(8+8*l.Buckets), asm.R3)
 		pg.bucket(l, asm.R2, asm.R1)
 		// R1 is the bucket; bound it for the verifier, then count.
 		pg.emit(asm.JGT.Imm(asm.R1, int32(l.Buckets-1), done))
 		pg.emit(asm.LSh.Imm(asm.R1, 3), asm.Add.Reg(asm.R0, asm.R1))
-		if incrTmp != 0 {
-			pg.emit(asm.LoadMem(asm.R3, asm.RFP, incrTmp, asm.DWord))
-		} else {
-			pg.emit(asm.Mov.Imm(asm.R3, 1))
-		}
+		incr()
 		pg.addTo(asm.R0, 8, asm.R3)
 	}
 	pg.label(done)

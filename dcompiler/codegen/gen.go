@@ -334,7 +334,7 @@ func (g *gen) layoutAggs() {
 			l.ValueSize = 16
 		}
 		if l.Buckets > 0 {
-			l.ValueSize = 8 + 8*l.Buckets
+			l.ValueSize = 8 + 8*l.Buckets + 8 // updates, buckets, weighted sum
 		}
 		g.keyMax = max(g.keyMax, l.KeySize)
 		g.valMax = max(g.valMax, l.ValueSize)

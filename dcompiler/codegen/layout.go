@@ -172,7 +172,7 @@ type AggLayout struct {
 	KeySize   int
 	ValueSize int  // value[0] is the number of updates, then the function's data
 	Array     bool // no keys: a one-entry per-CPU array
-	Buckets   int  // quantize, lquantize, llquantize: buckets after value[0]
+	Buckets   int  // quantize, lquantize, llquantize: buckets after value[0], then the values' weighted sum
 }
 
 // BucketValue returns how a distribution aggregation labels its buckets:
@@ -185,6 +185,18 @@ func (l *AggLayout) BucketValue() func(int) int64 {
 		return l.Llquantize().Value
 	}
 	return quant.QuantizeBucketValue
+}
+
+// BucketOf returns how a distribution aggregation sorts values into
+// buckets: the index of the bucket that counts a value.
+func (l *AggLayout) BucketOf() func(int64) int {
+	switch l.Func {
+	case "lquantize":
+		return l.Lquantize().Bucket
+	case "llquantize":
+		return l.Llquantize().Bucket
+	}
+	return quant.QuantizeBucket
 }
 
 // Lquantize returns an lquantize aggregation's bucket layout.
