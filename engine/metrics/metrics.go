@@ -203,7 +203,7 @@ func (m *Metric) collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, r := range a.Rows {
+	for _, r := range m.merged(a) {
 		labels := make([]string, len(r.Keys))
 		for i, k := range r.Keys {
 			labels[i] = k.String()
@@ -226,6 +226,59 @@ func (m *Metric) collect(ch chan<- prometheus.Metric) {
 			ch <- m.histogram(s, r, labels)
 		}
 	}
+}
+
+// merged returns a's rows with the rows that label alike combined, as
+// the function combines values: a source may give the rows of several
+// programs (one detached, its successor attached), and keys that differ
+// in the kernel may print alike.
+func (m *Metric) merged(a *engine.AggData) []*engine.AggRow {
+	var out []*engine.AggRow
+	byLabels := map[string]*engine.AggRow{}
+	for _, r := range a.Rows {
+		var key strings.Builder
+		for _, k := range r.Keys {
+			key.WriteString(k.String())
+			key.WriteByte(0)
+		}
+		x := byLabels[key.String()]
+		if x == nil {
+			c := *r
+			c.Buckets = slices.Clone(r.Buckets)
+			byLabels[key.String()] = &c
+			out = append(out, &c)
+			continue
+		}
+		first := x.Count == 0
+		x.Count += r.Count
+		x.Sum += r.Sum
+		lo := x.SumSq[0] + r.SumSq[0]
+		carry := uint64(0)
+		if lo < x.SumSq[0] {
+			carry = 1
+		}
+		x.SumSq = [2]uint64{lo, x.SumSq[1] + r.SumSq[1] + carry}
+		for i := range x.Buckets {
+			x.Buckets[i] += r.Buckets[i]
+		}
+		switch m.fn {
+		case "count", "sum":
+			x.Value += r.Value
+		case "min":
+			if first || r.Count > 0 && r.Value < x.Value {
+				x.Value = r.Value
+			}
+		case "max":
+			if first || r.Count > 0 && r.Value > x.Value {
+				x.Value = r.Value
+			}
+		case "avg":
+			if x.Count > 0 {
+				x.Value = x.Sum / int64(x.Count)
+			}
+		}
+	}
+	return out
 }
 
 // lookup returns the series of labels, making it if the limit allows;

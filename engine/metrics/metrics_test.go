@@ -181,3 +181,31 @@ func TestSpecErrors(t *testing.T) {
 }
 
 var _ prometheus.Collector = (*Set)(nil)
+
+func TestRowsMerged(t *testing.T) {
+	// Two programs' rows for the same key: one series, combined.
+	for fn, want := range map[string]string{"count": "7", "max": "5", "min": "2", "avg": "3"} {
+		l := layout(fn, nil, types.IntT)
+		r := &rows{data: &engine.AggData{Layout: l, Rows: []*engine.AggRow{
+			{Keys: []printf.Value{printf.Int(1)}, Value: 5, Count: 1, Sum: 5},
+			{Keys: []printf.Value{printf.Int(1)}, Value: 2, Count: 2, Sum: 4},
+		}}}
+		if fn == "count" {
+			r.data.Rows[0].Value, r.data.Rows[1].Value = 5, 2
+		}
+		m, err := New(Spec{Agg: "x", Name: "m", Labels: []string{"k"}}, l, r.source())
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := &Set{}
+		set.Add(m)
+		typ := "gauge"
+		if fn == "count" {
+			typ = "counter"
+		}
+		text := "# HELP m D aggregation @x (" + fn + ")\n# TYPE m " + typ + "\nm{k=\"1\"} " + want + "\n"
+		if err := testutil.CollectAndCompare(set, strings.NewReader(text), "m"); err != nil {
+			t.Errorf("%s: %v", fn, err)
+		}
+	}
+}

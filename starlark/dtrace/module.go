@@ -14,6 +14,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/engine"
+	"github.com/dstar-trace/dstar/engine/metrics"
 	"github.com/dstar-trace/dstar/providers"
 )
 
@@ -26,6 +27,8 @@ type Host struct {
 	// Interrupt delivers Ctrl-C to a blocking call (run, sleep,
 	// wait_until), which then returns early.
 	Interrupt <-chan struct{}
+	// Metrics are what dtrace.export exports; `dstar serve` serves them.
+	Metrics *metrics.Set
 
 	mu       sync.Mutex
 	sessions []*Session
@@ -100,6 +103,7 @@ var moduleFuncs = []struct {
 	impl builtinImpl
 }{
 	{"compile", compileFn},
+	{"export", exportFn},
 	{"flamegraph", flamegraphFn},
 	{"folded", foldedFn},
 	{"probes", probesFn},

@@ -26,6 +26,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 
+	"github.com/dstar-trace/dstar/engine/metrics"
 	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/starlark/dtrace"
 	"github.com/dstar-trace/dstar/stdlib"
@@ -95,6 +96,9 @@ func (r *Runner) Predeclared() starlark.StringDict {
 
 // Close closes every session the scripts opened.
 func (r *Runner) Close() { r.host.Close() }
+
+// Metrics returns what the scripts export with dtrace.export.
+func (r *Runner) Metrics() *metrics.Set { return r.host.MetricSet() }
 
 // interruptGrace is how long Starlark code between blocking calls has,
 // after Ctrl-C, to reach the next one (which then returns at once) before
