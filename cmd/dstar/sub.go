@@ -12,7 +12,7 @@ import (
 	"github.com/dstar-trace/dstar/stdlib"
 )
 
-// subcommand runs dstar's own commands — run, tool, repl, and a .star
+// subcommand runs dstar's own commands — run, tool, repl, serve, and a .star
 // file given alone — and reports whether args named one. Everything else
 // is dtrace(1)'s command line.
 func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool) {
@@ -41,6 +41,8 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 		return runFile(args[0], args[1:], opts), true
 	case args[0] == "tool":
 		return runTool(args[1:], opts), true
+	case args[0] == "serve":
+		return runServe(prog, args[1:], stdout, stderr), true
 	}
 	return 0, false
 }

@@ -296,3 +296,33 @@ func (p *Program) Attr(name string) (starlark.Value, error) {
 
 // aggName accepts "@name", "name", "@" and "".
 func aggName(s string) string { return strings.TrimPrefix(s, "@") }
+
+// Status is what a host's sessions are doing: for an agent's reports.
+type Status struct {
+	Sessions int
+	Probes   []string // of the attached programs, as "prov:mod:func:name"
+	Stats    engine.Stats
+}
+
+// Status returns the open sessions' probes and counts.
+func (h *Host) Status() Status {
+	h.mu.Lock()
+	sessions := append([]*Session(nil), h.sessions...)
+	h.mu.Unlock()
+	st := Status{Sessions: len(sessions)}
+	for _, s := range sessions {
+		es := s.eng.Stats()
+		s.mu.Lock()
+		es.Drops += s.queueDrops
+		s.mu.Unlock()
+		st.Stats.Records += es.Records
+		st.Stats.Drops += es.Drops
+		st.Stats.Errors += es.Errors
+		for _, e := range s.attached() {
+			for _, p := range e.prog.prog.Probes() {
+				st.Probes = append(st.Probes, p.String())
+			}
+		}
+	}
+	return st
+}

@@ -97,8 +97,22 @@ func (r *Runner) Predeclared() starlark.StringDict {
 // Close closes every session the scripts opened.
 func (r *Runner) Close() { r.host.Close() }
 
+// Status returns what the scripts' sessions are doing.
+func (r *Runner) Status() dtrace.Status { return r.host.Status() }
+
 // Metrics returns what the scripts export with dtrace.export.
 func (r *Runner) Metrics() *metrics.Set { return r.host.MetricSet() }
+
+// Stop ends the script for good: the Starlark code is cancelled and a
+// blocking call returns. An agent stopping a script uses it; Close then
+// releases the sessions.
+func (r *Runner) Stop() {
+	r.thread.Cancel("stopped")
+	select {
+	case r.interrupt <- struct{}{}:
+	default:
+	}
+}
 
 // interruptGrace is how long Starlark code between blocking calls has,
 // after Ctrl-C, to reach the next one (which then returns at once) before
@@ -141,6 +155,18 @@ func (r *Runner) ExecFile(filename string, src any) error {
 		r.dir = filepath.Dir(filename)
 	}
 	_, err := starlark.ExecFileOptions(Dialect, r.thread, filename, src, r.Predeclared())
+	return err
+}
+
+// Check parses a script and resolves its names without running it: an
+// agent refuses a script with a syntax error or an undefined name when
+// it starts, naming the file, line and column.
+func Check(filename string, src []byte) error {
+	pre := New(Options{Stdout: io.Discard, Stderr: io.Discard}).Predeclared()
+	_, _, err := starlark.SourceProgramOptions(Dialect, filename, src, func(name string) bool {
+		_, ok := pre[name]
+		return ok || starlark.Universe.Has(name)
+	})
 	return err
 }
 
