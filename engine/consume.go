@@ -187,7 +187,10 @@ func (e *Enabling) handle(raw []byte) {
 func datum(raw []byte, d codegen.Datum) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
 	if d.Type.Kind == types.Stack {
-		return printf.Stack(stackFrames(b, d.Type))
+		v := printf.Stack(nil)
+		v.Frames, v.PCs, v.PID = stackFrames(b, d.Type)
+		v.User = d.Type.User
+		return v
 	}
 	if d.Type.Kind == types.Sym {
 		return symbol(b, d.Type)

@@ -55,11 +55,12 @@ func preloadSymbols(prog *codegen.Output) {
 // into at most t.Len frames of text, innermost first, as
 // module`function+0xoffset: kernel addresses through kallsyms, user ones
 // through the process's mappings (see usym); anything unresolved as its
-// address.
-func stackFrames(b []byte, t *types.Type) []string {
+// address. It returns the frames' addresses too, and a user stack's
+// process.
+func stackFrames(b []byte, t *types.Type) (frames []string, pcs []uint64, pid int) {
 	user := t.User
 	if len(b) < 8 {
-		return nil
+		return nil, nil, 0
 	}
 	hdr := ne.Uint64(b)
 	n := int(uint32(hdr))
@@ -70,9 +71,9 @@ func stackFrames(b []byte, t *types.Type) []string {
 	if !user {
 		kernel, _ = ksym.Kernel()
 	}
-	pid := int(hdr >> 32)
+	pid = int(hdr >> 32)
 	if user {
-		frames := make([]string, 0, n)
+		frames = make([]string, 0, n)
 		for i := 0; i < n && len(frames) < t.Len; i++ {
 			pc := ne.Uint64(b[8+8*i:])
 			// Code built without frame pointers sends the walk through
@@ -83,9 +84,11 @@ func stackFrames(b []byte, t *types.Type) []string {
 				break
 			}
 			frames = append(frames, userSyms.Frame(pid, pc))
+			pcs = append(pcs, pc)
 		}
-		return frames
+		return frames, pcs, pid
 	}
+	addrs := make([]uint64, 0, n)
 	syms := make([]ksym.Symbol, 0, n)
 	known := make([]bool, 0, n)
 	for i := 0; i < n; i++ {
@@ -101,7 +104,7 @@ func stackFrames(b []byte, t *types.Type) []string {
 		if !ok {
 			s = ksym.Symbol{Func: fmt.Sprintf("0x%x", pc)}
 		}
-		syms, known = append(syms, s), append(known, ok)
+		syms, known, addrs = append(syms, s), append(known, ok), append(addrs, pc)
 	}
 	// The walk starts in dstar's own program and the code that ran it;
 	// the stack the user asked for starts where the probe fired. The
@@ -114,15 +117,16 @@ func stackFrames(b []byte, t *types.Type) []string {
 			start = i + 1
 		}
 	}
-	frames := make([]string, 0, t.Len)
+	frames = make([]string, 0, t.Len)
 	for i := start; i < len(syms) && len(frames) < t.Len; i++ {
 		if known[i] {
 			frames = append(frames, syms[i].String())
 		} else {
 			frames = append(frames, syms[i].Func)
 		}
+		pcs = append(pcs, addrs[i])
 	}
-	return frames
+	return frames, pcs, 0
 }
 
 // tracing reports whether s is in a BPF program or in the kernel code
@@ -130,4 +134,10 @@ func stackFrames(b []byte, t *types.Type) []string {
 // stackdepth and caller leave out too).
 func tracing(s ksym.Symbol) bool {
 	return s.Module == "bpf" || providers.MayRunPrograms(s.Func)
+}
+
+// UserMapping finds the file mapping of process pid that holds pc, as
+// user stacks are resolved: for profiles that name each frame's binary.
+func UserMapping(pid int, pc uint64) (usym.Mapped, bool) {
+	return userSyms.Mapping(pid, pc)
 }

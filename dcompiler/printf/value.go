@@ -45,6 +45,12 @@ type Value struct {
 	// Frames are a stack's frames, innermost first, as text
 	// (vmlinux`do_sys_openat2+0x5a), for a StackValue.
 	Frames []string
+	// PCs are the frames' addresses, for a StackValue the engine read:
+	// PCs[i] is where Frames[i] is. User says they are a user stack, of
+	// process PID.
+	PCs  []uint64
+	User bool
+	PID  int
 }
 
 // Int returns a signed 64-bit integer value.

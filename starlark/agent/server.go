@@ -36,6 +36,7 @@ func (a *Agent) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /scripts", a.serveScripts)
+	mux.HandleFunc("GET /debug/pprof/{name}", a.serveProfile)
 	return limit(mux)
 }
 
@@ -120,6 +121,24 @@ func (s *Script) Status() ScriptStatus {
 // without .star.
 func scriptName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".star")
+}
+
+// serveProfile serves the latest profile a script made with
+// dtrace.pprof(..., name=NAME): the first script's, in path order, that
+// has one.
+func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	for _, s := range a.Scripts() {
+		if run := s.Runner(); run != nil {
+			if p, ok := run.Profile(name); ok {
+				w.Header().Set("Content-Type", "application/octet-stream")
+				w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.pb.gz"`)
+				w.Write(p)
+				return
+			}
+		}
+	}
+	http.Error(w, "no script has made a profile named "+name+" (dtrace.pprof(..., name=...))", http.StatusNotFound)
 }
 
 func (a *Agent) serveScripts(w http.ResponseWriter, r *http.Request) {

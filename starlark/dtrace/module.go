@@ -31,6 +31,7 @@ type Host struct {
 	Metrics *metrics.Set
 
 	mu       sync.Mutex
+	profiles map[string][]byte // dtrace.pprof's latest, by name=
 	sessions []*Session
 	blocking int // blocking calls in progress
 }
@@ -106,6 +107,7 @@ var moduleFuncs = []struct {
 	{"export", exportFn},
 	{"flamegraph", flamegraphFn},
 	{"folded", foldedFn},
+	{"pprof", pprofFn},
 	{"probes", probesFn},
 	{"session", sessionFn},
 	{"sleep", sleepFn},

@@ -100,6 +100,10 @@ func (r *Runner) Close() { r.host.Close() }
 // Status returns what the scripts' sessions are doing.
 func (r *Runner) Status() dtrace.Status { return r.host.Status() }
 
+// Profile returns the latest profile the scripts made with
+// dtrace.pprof(..., name=name).
+func (r *Runner) Profile(name string) ([]byte, bool) { return r.host.Profile(name) }
+
 // Metrics returns what the scripts export with dtrace.export.
 func (r *Runner) Metrics() *metrics.Set { return r.host.MetricSet() }
 
