@@ -2,9 +2,17 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
@@ -325,4 +335,110 @@ func TestServeScripts(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "broken.star:2:") {
 		t.Errorf("serve with a script that does not parse: status %d, stderr %q; want 1 and the file's line", r.code, r.stderr)
 	}
+}
+
+// TestServeWebConfig: with the exporter toolkit's web configuration,
+// dstar serve speaks TLS and asks for basic authentication; a bad
+// configuration is refused at start, naming the file.
+func TestServeWebConfig(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pool := selfSigned(t, certFile, keyFile)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "web.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prom: %s\n", certFile, keyFile, hash)), 0o600)
+	scripts := filepath.Join(dir, "scripts")
+	os.Mkdir(scripts, 0o755)
+	os.WriteFile(filepath.Join(scripts, "x.star"), []byte("s = dtrace.session()\ns.attach(\"BEGIN { @ = count(); }\")\ndtrace.export(s, \"@\", name=\"x_total\")\n"), 0o644)
+
+	addr := freeAddr(t)
+	cmd := exec.Command(dstarBin, "serve", "--listen", addr, "--web.config.file", cfg, scripts)
+	stderr := &bpftest.Buffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() { cmd.Process.Kill(); <-exited }()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	get := func(user, pass string) (int, string, error) {
+		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body, err := get("prom", "s3cret")
+		if err == nil && code == 200 && strings.Contains(body, "x_total 1") {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("dstar serve exited\n%s", stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no metrics over TLS with the password: %d %v\n%s", code, err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _, err := get("prom", "wrong"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("a wrong password got %d (%v), want 401", code, err)
+	}
+	if code, _, err := get("", ""); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("no password got %d (%v), want 401", code, err)
+	}
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("plain HTTP served /metrics under a TLS configuration")
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.yml")
+	os.WriteFile(bad, []byte("tls_server_config:\n  cert_file: /nonexistent.pem\n  key_file: /nonexistent.key\n  bogus: 1\n"), 0o600)
+	r := dstar(t, 20*time.Second, "serve", "--listen", freeAddr(t), "--web.config.file", bad, scripts)
+	if r.code != 1 || !strings.Contains(r.stderr, "bad.yml") {
+		t.Errorf("a bad web configuration: status %d, stderr %q; want 1, naming the file", r.code, r.stderr)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, and returns
+// a pool that trusts it.
+func selfSigned(t *testing.T, certFile, keyFile string) *x509.CertPool {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dstar test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool
 }
