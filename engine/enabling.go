@@ -308,6 +308,13 @@ func (e *Enabling) begin() error {
 // records are written without wake-ups, so polling is what delivers them.
 func (e *Enabling) consume() {
 	defer e.consumer.Done()
+	wait := e.s.opts.SwitchRate
+	if len(e.Prog.Code.Records) == 0 {
+		// No action records anything, so only faults and drops can
+		// come: dtrace's own default rate reports them in time, and an
+		// agent whose programs only aggregate stays idle.
+		wait = max(wait, time.Second)
+	}
 	var rec ringbuf.Record
 	for {
 		select {
@@ -315,7 +322,7 @@ func (e *Enabling) consume() {
 			return
 		default:
 		}
-		e.rd.SetDeadline(time.Now().Add(e.s.opts.SwitchRate))
+		e.rd.SetDeadline(time.Now().Add(wait))
 		e.readAggRate(0)
 		for {
 			err := e.rd.ReadInto(&rec)

@@ -31,7 +31,7 @@ import (
 )
 
 // freeAddr returns a localhost address nothing listens on now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -441,4 +441,73 @@ func selfSigned(t *testing.T, certFile, keyFile string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return pool
+}
+
+// BenchmarkServeIdle: what dstar serve costs with three scripts attached
+// and nothing happening they trace much of: CPU (as a share of one CPU,
+// over each 2 s of an iteration) and resident memory.
+func BenchmarkServeIdle(b *testing.B) {
+	bpftest.Require(b)
+	dir := b.TempDir()
+	for i, prog := range []string{
+		`syscall::getpid:entry { @calls[execname] = count(); }`,
+		`syscall::read:entry { self->t = timestamp; } syscall::read:return /self->t/ { @lat = quantize(timestamp - self->t); self->t = 0; }`,
+		`sched:::on-cpu { @oncpu[cpu] = count(); }`,
+	} {
+		src := fmt.Sprintf("s = dtrace.session(quiet=True)\ns.attach(%q)\n", prog)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.star", i)), []byte(src), 0o644)
+	}
+	addr := freeAddr(b)
+	cmd := exec.Command(dstarBin, "serve", "--listen", addr, dir)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/scripts")
+		if err == nil {
+			var list []map[string]any
+			json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			done := 0
+			for _, s := range list {
+				if s["state"] == "done" {
+					done++
+				}
+			}
+			if done == 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the three scripts did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ticks := func() float64 { // utime + stime, in clock ticks (100 Hz)
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+		u, _ := strconv.ParseFloat(f[11], 64)
+		s, _ := strconv.ParseFloat(f[12], 64)
+		return u + s
+	}
+	var cpu, rss float64
+	n := 0
+	for b.Loop() {
+		t0, c0 := time.Now(), ticks()
+		time.Sleep(2 * time.Second) // the measurement window: idle is what is measured
+		cpu += (ticks() - c0) / 100 / time.Since(t0).Seconds() * 100
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				rss = kb / 1024
+			}
+		}
+		n++
+	}
+	b.ReportMetric(cpu/float64(n), "%cpu")
+	b.ReportMetric(rss, "MiB-rss")
 }
