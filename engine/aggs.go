@@ -25,6 +25,9 @@ type AggSnapshot struct {
 type AggData struct {
 	Layout *codegen.AggLayout
 	Rows   []*AggRow
+	// Capacity is how many keys the aggregation's map holds (-x aggsize):
+	// beyond it updates are dropped. 0 for an unkeyed aggregation.
+	Capacity int
 }
 
 // Name is the aggregation's name without '@' ("" for @).
@@ -116,6 +119,9 @@ func (e *Enabling) Aggregation(name string) (*AggData, error) {
 // left out unless clear() zeroed it (one of the stored keys in cleared).
 func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool, cleared map[string]bool) (*AggData, error) {
 	data := &AggData{Layout: l}
+	if !l.Array { // an unkeyed aggregation's one entry is always there
+		data.Capacity = int(m.MaxEntries())
+	}
 	// Keys that print the same symbol are one row, as in dtrace(1):
 	// @[func(caller)] counts by function whatever the offset.
 	rows := map[string]*AggRow{}

@@ -67,6 +67,7 @@ type Metric struct {
 	dropped uint64             // series refused over the limit
 	errors  uint64             // failed reads
 	lo, hi  int                // buckets that ever counted, for histograms
+	fill    float64 // rows read over the maps' capacity, at the last read; -1 if unkeyed
 	cached  *engine.AggData
 	readAt  time.Time
 	bounds  []float64 // le of each bucket but the last
@@ -97,7 +98,7 @@ func New(spec Spec, l *codegen.AggLayout, src Source) (*Metric, error) {
 	if !nameRE.MatchString(spec.Name) {
 		return nil, fmt.Errorf("%q is not a valid metric name (letters, digits, '_' and ':', not starting with a digit)", spec.Name)
 	}
-	m := &Metric{spec: spec, fn: string(l.Func), src: src, series: map[string]*series{}, lo: -1, hi: -1}
+	m := &Metric{spec: spec, fn: string(l.Func), src: src, series: map[string]*series{}, lo: -1, hi: -1, fill: -1}
 	switch l.Func {
 	case "count", "sum":
 		m.kind = counter
@@ -190,6 +191,9 @@ func (m *Metric) collect(ch chan<- prometheus.Metric) {
 	}
 	if a == nil {
 		return
+	}
+	if a.Capacity > 0 {
+		m.fill = float64(len(a.Rows)) / float64(a.Capacity)
 	}
 	if m.kind == histogram {
 		for _, r := range a.Rows {
@@ -368,6 +372,8 @@ var (
 		"Failed reads of an exported aggregation from the kernel.", []string{"metric"}, nil)
 	seriesDesc = prometheus.NewDesc("dstar_metric_series",
 		"Series an exported aggregation has now.", []string{"metric"}, nil)
+	fillDesc = prometheus.NewDesc("dstar_metric_map_fill_ratio",
+		"Keys in an exported aggregation's BPF map over the keys it holds (-x aggsize); at 1, updates are dropped.", []string{"metric"}, nil)
 )
 
 // Add adds m; a metric of the same name is an error.
@@ -412,8 +418,11 @@ func (s *Set) Collect(ch chan<- prometheus.Metric) {
 				present++
 			}
 		}
-		dropped, errs := m.dropped, m.errors
+		dropped, errs, fill := m.dropped, m.errors, m.fill
 		m.mu.Unlock()
+		if fill >= 0 {
+			ch <- prometheus.MustNewConstMetric(fillDesc, prometheus.GaugeValue, fill, m.spec.Name)
+		}
 		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(dropped), m.spec.Name)
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(errs), m.spec.Name)
 		ch <- prometheus.MustNewConstMetric(seriesDesc, prometheus.GaugeValue, float64(present), m.spec.Name)

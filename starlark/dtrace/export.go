@@ -108,6 +108,7 @@ func (s *Session) aggSource(l *codegen.AggLayout) metrics.Source {
 				out = &engine.AggData{Layout: a.Layout}
 			}
 			out.Rows = append(out.Rows, a.Rows...)
+			out.Capacity += a.Capacity
 		}
 		return out, nil
 	}
