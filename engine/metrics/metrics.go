@@ -207,11 +207,8 @@ func (m *Metric) collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, r := range m.merged(a) {
-		labels := make([]string, len(r.Keys))
-		for i, k := range r.Keys {
-			labels[i] = k.String()
-		}
+	for _, lr := range m.merged(a) {
+		r, labels := lr.row, lr.labels
 		s := m.lookup(labels)
 		if s == nil {
 			continue
@@ -232,57 +229,72 @@ func (m *Metric) collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// merged returns a's rows with the rows that label alike combined, as
-// the function combines values: a source may give the rows of several
-// programs (one detached, its successor attached), and keys that differ
-// in the kernel may print alike.
-func (m *Metric) merged(a *engine.AggData) []*engine.AggRow {
-	var out []*engine.AggRow
-	byLabels := map[string]*engine.AggRow{}
+// labelled is a row and its label values.
+type labelled struct {
+	labels []string
+	row    *engine.AggRow
+}
+
+// merged returns a's rows with their labels, the rows that label alike
+// combined as the function combines values: a source may give the rows of
+// several programs (one detached, its successor attached), and keys that
+// differ in the kernel may print alike. Rows are copied only to combine.
+func (m *Metric) merged(a *engine.AggData) []labelled {
+	out := make([]labelled, 0, len(a.Rows))
+	byLabels := make(map[string]int, len(a.Rows))
+	copied := map[int]bool{}
 	for _, r := range a.Rows {
-		var key strings.Builder
-		for _, k := range r.Keys {
-			key.WriteString(k.String())
-			key.WriteByte(0)
+		labels := make([]string, len(r.Keys))
+		for i, k := range r.Keys {
+			labels[i] = k.String()
 		}
-		x := byLabels[key.String()]
-		if x == nil {
-			c := *r
-			c.Buckets = slices.Clone(r.Buckets)
-			byLabels[key.String()] = &c
-			out = append(out, &c)
+		key := strings.Join(labels, "\x00")
+		i, dup := byLabels[key]
+		if !dup {
+			byLabels[key] = len(out)
+			out = append(out, labelled{labels, r})
 			continue
 		}
-		first := x.Count == 0
-		x.Count += r.Count
-		x.Sum += r.Sum
-		lo := x.SumSq[0] + r.SumSq[0]
-		carry := uint64(0)
-		if lo < x.SumSq[0] {
-			carry = 1
+		if !copied[i] {
+			c := *out[i].row
+			c.Buckets = slices.Clone(c.Buckets)
+			out[i].row, copied[i] = &c, true
 		}
-		x.SumSq = [2]uint64{lo, x.SumSq[1] + r.SumSq[1] + carry}
-		for i := range x.Buckets {
-			x.Buckets[i] += r.Buckets[i]
-		}
-		switch m.fn {
-		case "count", "sum":
-			x.Value += r.Value
-		case "min":
-			if first || r.Count > 0 && r.Value < x.Value {
-				x.Value = r.Value
-			}
-		case "max":
-			if first || r.Count > 0 && r.Value > x.Value {
-				x.Value = r.Value
-			}
-		case "avg":
-			if x.Count > 0 {
-				x.Value = x.Sum / int64(x.Count)
-			}
-		}
+		combine(m.fn, out[i].row, r)
 	}
 	return out
+}
+
+// combine adds row r into x as function fn combines values.
+func combine(fn string, x, r *engine.AggRow) {
+	first := x.Count == 0
+	x.Count += r.Count
+	x.Sum += r.Sum
+	lo := x.SumSq[0] + r.SumSq[0]
+	carry := uint64(0)
+	if lo < x.SumSq[0] {
+		carry = 1
+	}
+	x.SumSq = [2]uint64{lo, x.SumSq[1] + r.SumSq[1] + carry}
+	for i := range x.Buckets {
+		x.Buckets[i] += r.Buckets[i]
+	}
+	switch fn {
+	case "count", "sum":
+		x.Value += r.Value
+	case "min":
+		if first || r.Count > 0 && r.Value < x.Value {
+			x.Value = r.Value
+		}
+	case "max":
+		if first || r.Count > 0 && r.Value > x.Value {
+			x.Value = r.Value
+		}
+	case "avg":
+		if x.Count > 0 {
+			x.Value = x.Sum / int64(x.Count)
+		}
+	}
 }
 
 // lookup returns the series of labels, making it if the limit allows;
