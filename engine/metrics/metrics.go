@@ -67,7 +67,7 @@ type Metric struct {
 	dropped uint64             // series refused over the limit
 	errors  uint64             // failed reads
 	lo, hi  int                // buckets that ever counted, for histograms
-	fill    float64 // rows read over the maps' capacity, at the last read; -1 if unkeyed
+	fill    float64            // rows read over the maps' capacity, at the last read; -1 if unkeyed
 	cached  *engine.AggData
 	readAt  time.Time
 	bounds  []float64 // le of each bucket but the last
