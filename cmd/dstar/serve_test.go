@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
@@ -314,9 +315,27 @@ func TestServeScripts(t *testing.T) {
 		t.Errorf("/metrics does not say bad.star failed:\n%s", body)
 	}
 	// A script added, then SIGHUP: it runs.
-	os.WriteFile(filepath.Join(dir, "good.star"), []byte("s = dtrace.session()\ns.attach(\"BEGIN { @ = count(); }\")\ndtrace.export(s, \"@\", name=\"good_begins_total\")\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "good.star"), []byte(`s = dtrace.session()
+s.attach("BEGIN { @ = count(); } profile-997 { @k[stack()] = count(); }")
+dtrace.export(s, "@", name="good_begins_total")
+dtrace.sleep("200ms")
+dtrace.pprof(s, "@k", name="kernel")
+`), 0o644)
 	serve.Process.Signal(syscall.SIGHUP)
 	waitState(t, addr, "good", "done", serveErr)
+	// Its profile is served, and one nobody made is not.
+	resp, err = http.Get("http://" + addr + "/debug/pprof/kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(resp.Body)
+	resp.Body.Close()
+	if err != nil || len(p.Sample) == 0 {
+		t.Errorf("/debug/pprof/kernel: %v, %v", err, p)
+	}
+	if resp, err := http.Get("http://" + addr + "/debug/pprof/none"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/debug/pprof/none: %v %v, want 404", resp.Status, err)
+	}
 	// Nothing that changes probes is served.
 	for _, path := range []string{"/scripts", "/metrics"} {
 		resp, err := http.Post("http://"+addr+path, "text/plain", strings.NewReader("BEGIN { exit(0); }"))
