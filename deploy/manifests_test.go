@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -164,13 +165,11 @@ func (m *manifests) daemonSet(t *testing.T) (*appsv1.DaemonSet, *corev1.Containe
 		t.Fatalf("%d DaemonSets in %s, want 1", len(m.daemonSets), manifestDir)
 	}
 	ds := m.daemonSets[0]
-	for i := range ds.Spec.Template.Spec.Containers {
-		if c := &ds.Spec.Template.Spec.Containers[i]; c.Name == "dstar" {
-			return ds, c
-		}
+	c := dstarContainer(ds)
+	if c == nil {
+		t.Fatalf("DaemonSet %s has no container named dstar", ds.Name)
 	}
-	t.Fatalf("DaemonSet %s has no container named dstar", ds.Name)
-	return nil, nil
+	return ds, c
 }
 
 func TestManifestsDecodeStrictly(t *testing.T) {
@@ -295,26 +294,26 @@ func mountAt(pod *corev1.PodSpec, c *corev1.Container, path string) (*corev1.Vol
 	return nil, nil
 }
 
-func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
-	m := loadManifests(t)
-	ds, c := m.daemonSet(t)
+// daemonSetProblems lists what in the DaemonSet would keep dstar from
+// doing its work on a node.
+func daemonSetProblems(ds *appsv1.DaemonSet, c *corev1.Container, scripts *corev1.ConfigMap) (p problems) {
 	pod := &ds.Spec.Template.Spec
 
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil || sel.Empty() || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
-		t.Errorf("DaemonSet selector %v does not select its pods (%v): %v", ds.Spec.Selector, ds.Spec.Template.Labels, err)
+		p.add("DaemonSet selector %v does not select its pods (%v): %v", ds.Spec.Selector, ds.Spec.Template.Labels, err)
 	}
 	if c.Image == "" {
-		t.Error("the dstar container has no image")
+		p.add("the dstar container has no image")
 	}
 
 	// The host's processes: pid and usdt probes, /proc/PID/maps and
 	// /proc/PID/root for user stacks.
 	if !pod.HostPID {
-		t.Error("hostPID is not set: dstar would see only the pod's processes")
+		p.add("hostPID is not set: dstar would see only the pod's processes")
 	}
 	if pod.HostUsers != nil && !*pod.HostUsers {
-		t.Error("hostUsers is false: in a user namespace CAP_BPF and CAP_PERFMON count for nothing")
+		p.add("hostUsers is false: in a user namespace CAP_BPF and CAP_PERFMON count for nothing")
 	}
 
 	// Runs everywhere, and has time to detach.
@@ -322,22 +321,23 @@ func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
 		return tol.Key == "" && tol.Operator == corev1.TolerationOpExists && tol.Effect == ""
 	})
 	if !everywhere {
-		t.Errorf("tolerations %v: none tolerates every taint, so tainted nodes run no dstar", pod.Tolerations)
+		p.add("tolerations %v: none tolerates every taint, so tainted nodes run no dstar", pod.Tolerations)
 	}
 	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 30 {
-		t.Errorf("terminationGracePeriodSeconds %v: want at least 30 for dstar to detach its probes", g)
+		p.add("terminationGracePeriodSeconds %v: want at least 30 for dstar to detach its probes", g)
 	}
 
 	// Capabilities, not privilege.
 	sc := c.SecurityContext
 	if sc == nil || sc.Capabilities == nil {
-		t.Fatal("the dstar container sets no capabilities")
+		p.add("the dstar container sets no capabilities")
+		return p
 	}
 	if sc.Privileged != nil && *sc.Privileged {
-		t.Error("the dstar container is privileged: it needs only its capabilities")
+		p.add("the dstar container is privileged: it needs only its capabilities")
 	}
 	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
-		t.Errorf("capabilities drop %v, want ALL: the runtime's default set is more than dstar needs", sc.Capabilities.Drop)
+		p.add("capabilities drop %v, want ALL: the runtime's default set is more than dstar needs", sc.Capabilities.Drop)
 	}
 	var added []string
 	for _, cp := range sc.Capabilities.Add {
@@ -345,15 +345,15 @@ func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
 	}
 	slices.Sort(added)
 	if !slices.Equal(added, neededCaps) {
-		t.Errorf("capabilities add %v, want %v", added, neededCaps)
+		p.add("capabilities add %v, want %v", added, neededCaps)
 	}
 	for _, f := range forbiddenCaps {
 		if slices.Contains(added, f) {
-			t.Errorf("capabilities add %s, which dstar does not need", f)
+			p.add("capabilities add %s, which dstar does not need", f)
 		}
 	}
 	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
-		t.Errorf("runAsUser %v, want 0: a non-root process gets none of the container's capabilities", sc.RunAsUser)
+		p.add("runAsUser %v, want 0: a non-root process gets none of the container's capabilities", sc.RunAsUser)
 	}
 	// The runtime's default seccomp profile (containerd's) refuses bpf(2)
 	// and perf_event_open(2) without CAP_SYS_ADMIN; its default AppArmor
@@ -363,14 +363,14 @@ func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
 		seccomp = pod.SecurityContext.SeccompProfile
 	}
 	if seccomp == nil || seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("seccomp profile %v: the runtime's default (which a kubelet may apply when none is set) refuses bpf(2) without CAP_SYS_ADMIN", seccomp)
+		p.add("seccomp profile %v: the runtime's default (which a kubelet may apply when none is set) refuses bpf(2) without CAP_SYS_ADMIN", seccomp)
 	}
 	apparmor := sc.AppArmorProfile
 	if apparmor == nil && pod.SecurityContext != nil {
 		apparmor = pod.SecurityContext.AppArmorProfile
 	}
 	if apparmor == nil || apparmor.Type == corev1.AppArmorProfileTypeRuntimeDefault {
-		t.Errorf("AppArmor profile %v: the runtime's default refuses reading the /proc/PID/maps of processes outside the container", apparmor)
+		p.add("AppArmor profile %v: the runtime's default refuses reading the /proc/PID/maps of processes outside the container", apparmor)
 	}
 
 	// Mounts: the host's tracefs and BTF, read-only; no host path
@@ -379,17 +379,17 @@ func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
 		vm, vol := mountAt(pod, c, want)
 		switch {
 		case vm == nil:
-			t.Errorf("nothing is mounted at %s", want)
+			p.add("nothing is mounted at %s", want)
 		case vol == nil || vol.HostPath == nil || vol.HostPath.Path != want:
-			t.Errorf("%s is not the host's %s: %+v", want, want, vol)
+			p.add("%s is not the host's %s: %+v", want, want, vol)
 		case !vm.ReadOnly:
-			t.Errorf("%s is mounted read-write: dstar only reads it", want)
+			p.add("%s is mounted read-write: dstar only reads it", want)
 		}
 	}
 	for _, vm := range c.VolumeMounts {
 		_, vol := mountAt(pod, c, vm.MountPath)
 		if vol != nil && vol.HostPath != nil && !vm.ReadOnly {
-			t.Errorf("host path %s is mounted read-write at %s", vol.HostPath.Path, vm.MountPath)
+			p.add("host path %s is mounted read-write at %s", vol.HostPath.Path, vm.MountPath)
 		}
 	}
 
@@ -397,84 +397,86 @@ func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
 	// scripts.
 	flags, paths, ok := serveArgs(c.Args)
 	if len(c.Command) != 0 {
-		t.Errorf("command %v replaces the image's entrypoint (/dstar)", c.Command)
+		p.add("command %v replaces the image's entrypoint (/dstar)", c.Command)
 	}
 	if !ok {
-		t.Fatalf("args %v do not start with serve", c.Args)
+		p.add("args %v do not start with serve", c.Args)
+		return p
 	}
 	host, port, err := net.SplitHostPort(flags["listen"])
 	if err != nil {
-		t.Fatalf("args %v: --listen %q: %v", c.Args, flags["listen"], err)
+		p.add("args %v: --listen %q: %v", c.Args, flags["listen"], err)
+		return p
 	}
 	if host != "" && host != "0.0.0.0" && host != "::" {
-		t.Errorf("--listen %s: the kubelet and Prometheus reach the pod's address, not %s", flags["listen"], host)
+		p.add("--listen %s: the kubelet and Prometheus reach the pod's address, not %s", flags["listen"], host)
 	}
 	var listenPort int32
 	for _, cp := range c.Ports {
 		if strconv.Itoa(int(cp.ContainerPort)) == port {
 			listenPort = cp.ContainerPort
 			if cp.Name != "metrics" {
-				t.Errorf("container port %d is named %q, want metrics", cp.ContainerPort, cp.Name)
+				p.add("container port %d is named %q, want metrics", cp.ContainerPort, cp.Name)
 			}
 		}
 	}
 	if listenPort != metricsPort {
-		t.Errorf("--listen port %s is not the container port %d (ports %v)", port, metricsPort, c.Ports)
+		p.add("--listen port %s is not the container port %d (ports %v)", port, metricsPort, c.Ports)
 	}
 	if len(paths) == 0 {
-		t.Errorf("args %v name no scripts", c.Args)
+		p.add("args %v name no scripts", c.Args)
 	}
-	for _, p := range paths {
-		vm, vol := mountAt(pod, c, p)
+	for _, dir := range paths {
+		vm, vol := mountAt(pod, c, dir)
 		if vm == nil || vol == nil || vol.ConfigMap == nil {
-			t.Errorf("script directory %s is not a ConfigMap volume's mount", p)
+			p.add("script directory %s is not a ConfigMap volume's mount", dir)
 			continue
 		}
 		if vm.SubPath != "" {
-			t.Errorf("%s mounts a subPath, which the kubelet never updates", p)
+			p.add("%s mounts a subPath, which the kubelet never updates", dir)
 		}
-		if vol.ConfigMap.Name != m.configMaps[0].Name {
-			t.Errorf("script directory %s is ConfigMap %q, want %q", p, vol.ConfigMap.Name, m.configMaps[0].Name)
+		if vol.ConfigMap.Name != scripts.Name {
+			p.add("script directory %s is ConfigMap %q, want %q", dir, vol.ConfigMap.Name, scripts.Name)
 		}
 	}
 
 	// Probes: /healthz on the port dstar listens on.
-	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil {
-			t.Errorf("no HTTP %s probe", name)
+	for name, pr := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil {
+			p.add("no HTTP %s probe", name)
 			continue
 		}
-		if p.HTTPGet.Path != "/healthz" {
-			t.Errorf("%s probe path %q, want /healthz", name, p.HTTPGet.Path)
+		if pr.HTTPGet.Path != "/healthz" {
+			p.add("%s probe path %q, want /healthz", name, pr.HTTPGet.Path)
 		}
-		if got, ok := portOf(c, p.HTTPGet.Port); !ok || got != listenPort {
-			t.Errorf("%s probe port %s is not the port dstar listens on (%d)", name, p.HTTPGet.Port.String(), listenPort)
+		if got, ok := portOf(c, pr.HTTPGet.Port); !ok || got != listenPort {
+			p.add("%s probe port %s is not the port dstar listens on (%d)", name, pr.HTTPGet.Port.String(), listenPort)
 		}
 	}
 
 	// Resources: a memory limit, which BPF maps count against.
 	req, lim := c.Resources.Requests, c.Resources.Limits
 	if req.Memory().IsZero() || req.Cpu().IsZero() {
-		t.Errorf("resource requests %v: want cpu and memory", req)
+		p.add("resource requests %v: want cpu and memory", req)
 	}
 	if lim.Memory().IsZero() || lim.Memory().Cmp(*req.Memory()) < 0 {
-		t.Errorf("memory limit %v: want one at least the request %v", lim.Memory(), req.Memory())
+		p.add("memory limit %v: want one at least the request %v", lim.Memory(), req.Memory())
 	}
 
 	// A read-only root needs somewhere to write files scripts make.
 	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		if vm, vol := mountAt(pod, c, "/tmp"); vm == nil || vol == nil || vol.EmptyDir == nil || vm.ReadOnly {
-			t.Error("the root file system is read-only and /tmp is no writable emptyDir")
+			p.add("the root file system is read-only and /tmp is no writable emptyDir")
 		}
 	}
 
-	checkScrapeAnnotations(t, "the DaemonSet's pod template", ds.Spec.Template.Annotations, listenPort)
+	p.scrapeAnnotations("the DaemonSet's pod template", ds.Spec.Template.Annotations, listenPort)
+	return p
 }
 
-// checkScrapeAnnotations checks the prometheus.io annotations point at
+// scrapeAnnotations checks that the prometheus.io annotations point at
 // dstar's /metrics on port.
-func checkScrapeAnnotations(t *testing.T, what string, a map[string]string, port int32) {
-	t.Helper()
+func (p *problems) scrapeAnnotations(what string, a map[string]string, port int32) {
 	want := map[string]string{
 		"prometheus.io/scrape": "true",
 		"prometheus.io/port":   strconv.Itoa(int(port)),
@@ -482,8 +484,64 @@ func checkScrapeAnnotations(t *testing.T, what string, a map[string]string, port
 	}
 	for k, v := range want {
 		if a[k] != v {
-			t.Errorf("%s: annotation %s=%q, want %q", what, k, a[k], v)
+			p.add("%s: annotation %s=%q, want %q", what, k, a[k], v)
 		}
+	}
+}
+
+// serviceProblems lists what in the Service would keep Prometheus from
+// scraping every node's dstar.
+func serviceProblems(svc *corev1.Service, ds *appsv1.DaemonSet, c *corev1.Container) (p problems) {
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) {
+		p.add("Service selector %v does not select the DaemonSet's pods (%v)", svc.Spec.Selector, ds.Spec.Template.Labels)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		p.add("Service clusterIP %q, want None: each node's numbers are its own, not to be load-balanced", svc.Spec.ClusterIP)
+	}
+	var found bool
+	for _, sp := range svc.Spec.Ports {
+		if sp.Name != "metrics" {
+			continue
+		}
+		found = true
+		target := sp.TargetPort
+		if target.Type == intstr.Int && target.IntVal == 0 {
+			target = intstr.FromInt32(sp.Port)
+		}
+		got, ok := portOf(c, target)
+		if !ok || got != metricsPort || sp.Port != metricsPort {
+			p.add("Service port metrics is %d → %s, want %d → the container's %d", sp.Port, target.String(), metricsPort, metricsPort)
+		}
+		p.scrapeAnnotations("the Service", svc.Annotations, sp.Port)
+	}
+	if !found {
+		p.add("the Service has no port named metrics: %v", svc.Spec.Ports)
+	}
+	return p
+}
+
+// problems collects what a check finds wrong, one sentence each.
+type problems []string
+
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Sprintf(format, args...))
+}
+
+// dstarContainer returns the DaemonSet's container named dstar, or nil.
+func dstarContainer(ds *appsv1.DaemonSet) *corev1.Container {
+	for i := range ds.Spec.Template.Spec.Containers {
+		if c := &ds.Spec.Template.Spec.Containers[i]; c.Name == "dstar" {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestDaemonSetGivesDstarWhatItNeeds(t *testing.T) {
+	m := loadManifests(t)
+	ds, c := m.daemonSet(t)
+	for _, p := range daemonSetProblems(ds, c, m.configMaps[0]) {
+		t.Errorf("%s: %s", m.file[ds], p)
 	}
 }
 
@@ -491,29 +549,101 @@ func TestServiceScrapesEveryPod(t *testing.T) {
 	m := loadManifests(t)
 	ds, c := m.daemonSet(t)
 	svc := m.services[0]
-	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) {
-		t.Errorf("Service selector %v does not select the DaemonSet's pods (%v)", svc.Spec.Selector, ds.Spec.Template.Labels)
+	for _, p := range serviceProblems(svc, ds, c) {
+		t.Errorf("%s: %s", m.file[svc], p)
 	}
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("Service clusterIP %q, want None: each node's numbers are its own, not to be load-balanced", svc.Spec.ClusterIP)
+}
+
+// TestChecksCatchBreakage breaks the manifests one way at a time and
+// checks that the DaemonSet's and Service's checks say what is wrong.
+func TestChecksCatchBreakage(t *testing.T) {
+	yes, no := true, false
+	mount := func(c *corev1.Container, path string) *corev1.VolumeMount {
+		for i := range c.VolumeMounts {
+			if c.VolumeMounts[i].MountPath == path {
+				return &c.VolumeMounts[i]
+			}
+		}
+		t.Fatalf("no mount at %s", path)
+		return nil
 	}
-	var found bool
-	for _, p := range svc.Spec.Ports {
-		if p.Name != "metrics" {
-			continue
+	setArgs := func(c *corev1.Container, args ...string) { c.Args = args }
+	for _, tc := range []struct {
+		name    string
+		breakIt func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service)
+		want    string
+	}{
+		{"no host PID namespace", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			ds.Spec.Template.Spec.HostPID = false
+		}, "hostPID is not set"},
+		{"a user namespace", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			ds.Spec.Template.Spec.HostUsers = &no
+		}, "hostUsers is false"},
+		{"privileged", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.Privileged = &yes
+		}, "is privileged"},
+		{"CAP_SYS_ADMIN", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "CAP_SYS_ADMIN")
+		}, "capabilities add SYS_ADMIN"},
+		{"no CAP_PERFMON", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.Capabilities.Add = []corev1.Capability{"BPF", "DAC_READ_SEARCH", "SYSLOG", "SYS_PTRACE"}
+		}, "capabilities add [BPF DAC_READ_SEARCH SYSLOG SYS_PTRACE], want"},
+		{"default capabilities kept", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.Capabilities.Drop = nil
+		}, "want ALL"},
+		{"runtime's seccomp profile", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		}, "seccomp profile"},
+		{"runtime's AppArmor profile", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.SecurityContext.AppArmorProfile = nil
+		}, "AppArmor profile"},
+		{"tracefs writable", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			mount(c, tracefsPath).ReadOnly = false
+		}, "/sys/kernel/tracing is mounted read-write"},
+		{"no BTF", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			mount(c, btfPath).MountPath = "/btf"
+		}, "nothing is mounted at /sys/kernel/btf"},
+		{"not serve", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			setArgs(c, "run", "/etc/dstar/scripts/syscalls.star")
+		}, "do not start with serve"},
+		{"listening on loopback", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			setArgs(c, "serve", "--listen=127.0.0.1:9469", "/etc/dstar/scripts")
+		}, "not 127.0.0.1"},
+		{"listening on another port", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			setArgs(c, "serve", "-listen", ":9000", "/etc/dstar/scripts")
+		}, "--listen port 9000 is not the container port"},
+		{"scripts not from the ConfigMap", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			setArgs(c, "serve", "--listen", ":9469", "/scripts")
+		}, "/scripts is not a ConfigMap volume's mount"},
+		{"liveness on /metrics", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.LivenessProbe.HTTPGet.Path = "/metrics"
+		}, "liveness probe path"},
+		{"readiness on another port", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			c.ReadinessProbe.HTTPGet.Port = intstr.FromInt32(8080)
+		}, "readiness probe port 8080"},
+		{"no toleration", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			ds.Spec.Template.Spec.Tolerations = nil
+		}, "none tolerates every taint"},
+		{"pod annotation on another port", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			ds.Spec.Template.Annotations["prometheus.io/port"] = "9000"
+		}, `pod template: annotation prometheus.io/port="9000"`},
+		{"Service on another port", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			svc.Spec.Ports[0].TargetPort = intstr.FromString("http")
+		}, "Service port metrics is 9469 → http"},
+		{"Service not scraped", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			delete(svc.Annotations, "prometheus.io/scrape")
+		}, `the Service: annotation prometheus.io/scrape=""`},
+		{"Service selecting nothing", func(ds *appsv1.DaemonSet, c *corev1.Container, svc *corev1.Service) {
+			svc.Spec.Selector = map[string]string{"app": "other"}
+		}, "does not select the DaemonSet's pods"},
+	} {
+		m := loadManifests(t)
+		ds, c := m.daemonSet(t)
+		svc := m.services[0]
+		tc.breakIt(ds, c, svc)
+		all := append(daemonSetProblems(ds, c, m.configMaps[0]), serviceProblems(svc, ds, c)...)
+		if !slices.ContainsFunc(all, func(p string) bool { return strings.Contains(p, tc.want) }) {
+			t.Errorf("%s: no problem says %q; found %q", tc.name, tc.want, all)
 		}
-		found = true
-		target := p.TargetPort
-		if target.Type == intstr.Int && target.IntVal == 0 {
-			target = intstr.FromInt32(p.Port)
-		}
-		got, ok := portOf(c, target)
-		if !ok || got != metricsPort || p.Port != metricsPort {
-			t.Errorf("Service port metrics is %d → %s, want %d → the container's %d", p.Port, target.String(), metricsPort, metricsPort)
-		}
-		checkScrapeAnnotations(t, "the Service", svc.Annotations, p.Port)
-	}
-	if !found {
-		t.Errorf("the Service has no port named metrics: %v", svc.Spec.Ports)
 	}
 }
