@@ -86,7 +86,7 @@ func TestCapabilities(t *testing.T) {
 		return exec.CommandContext(ctx, setpriv, append(append(pre, "--", dstarBin), args...)...)
 	}
 	victim := startVictim(t)
-	kernelNames := kernelSymbolsHidden()
+	kernelNames := kallsymsShown()
 
 	checks := []capCheck{
 		{"load and attach a program with a perf event", func(ctx context.Context, caps []string) error {
@@ -213,22 +213,23 @@ const (
 	hiddenAlways              // kptr_restrict=2
 )
 
-func kernelSymbolsHidden() int {
-	read := func(name string) int {
+// kallsymsShown says to whom this kernel shows /proc/kallsyms' addresses,
+// by the rule of the kernel's kallsyms_show_value.
+func kallsymsShown() int {
+	read := func(name string) (int, bool) {
 		b, err := os.ReadFile("/proc/sys/kernel/" + name)
 		if err != nil {
-			return -1
+			return 0, false
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return -1
-		}
-		return n
+		return n, err == nil
 	}
-	switch kptr, paranoid := read("kptr_restrict"), read("perf_event_paranoid"); {
-	case kptr >= 2:
+	kptr, ok1 := read("kptr_restrict")
+	paranoid, ok2 := read("perf_event_paranoid")
+	switch {
+	case ok1 && kptr >= 2:
 		return hiddenAlways
-	case kptr == 0 && paranoid >= 0 && paranoid <= 1:
+	case ok1 && ok2 && kptr == 0 && paranoid <= 1:
 		return shownToAll
 	}
 	return hiddenUnlessSyslog
