@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dstar-trace/dstar/providers/bpftest"
 	"github.com/dstar-trace/dstar/providers/tracefs"
 )
@@ -64,26 +66,12 @@ func TestCapabilities(t *testing.T) {
 	}
 	m := loadManifests(t)
 	ds, c := m.daemonSet(t)
-	var caps []string
-	for _, cp := range c.SecurityContext.Capabilities.Add {
-		caps = append(caps, strings.ToLower(strings.TrimPrefix(string(cp), "CAP_")))
-	}
-	noNewPrivs := c.SecurityContext.AllowPrivilegeEscalation != nil && !*c.SecurityContext.AllowPrivilegeEscalation
+	caps, noNewPrivs := capabilities(c.SecurityContext)
 	if !ds.Spec.Template.Spec.HostPID {
 		t.Fatal("the DaemonSet has no hostPID: this test, run in the host's PID namespace, would not show what the pod can do")
 	}
-
-	// dstar with capabilities caps, as the DaemonSet's container runs it.
 	dstar := func(ctx context.Context, caps []string, args ...string) *exec.Cmd {
-		set := "-all"
-		for _, c := range caps {
-			set += ",+" + c
-		}
-		pre := []string{"--bounding-set", set, "--inh-caps", "-all"}
-		if noNewPrivs {
-			pre = append(pre, "--no-new-privs")
-		}
-		return exec.CommandContext(ctx, setpriv, append(append(pre, "--", dstarBin), args...)...)
+		return withCapabilities(ctx, setpriv, caps, noNewPrivs, dstarBin, args...)
 	}
 	victim := startVictim(t)
 	kernelNames := kallsymsShown()
@@ -133,6 +121,30 @@ func TestCapabilities(t *testing.T) {
 		}
 		t.Logf("without %s: cannot %s", c, strings.Join(failed, "; "))
 	}
+}
+
+// capabilities returns the capabilities a container adds, named as
+// setpriv names them, and whether it runs with no_new_privs.
+func capabilities(sc *corev1.SecurityContext) (caps []string, noNewPrivs bool) {
+	for _, cp := range sc.Capabilities.Add {
+		caps = append(caps, strings.ToLower(strings.TrimPrefix(string(cp), "CAP_")))
+	}
+	return caps, sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+}
+
+// withCapabilities runs a program as root with capabilities caps and no
+// others, as a container that drops all and adds caps runs it: caps is
+// its bounding set, so root gets only those at exec.
+func withCapabilities(ctx context.Context, setpriv string, caps []string, noNewPrivs bool, name string, args ...string) *exec.Cmd {
+	set := "-all"
+	for _, c := range caps {
+		set += ",+" + c
+	}
+	pre := []string{"--bounding-set", set, "--inh-caps", "-all"}
+	if noNewPrivs {
+		pre = append(pre, "--no-new-privs")
+	}
+	return exec.CommandContext(ctx, setpriv, append(append(pre, "--", name), args...)...)
 }
 
 // expect runs cmd and checks that it prints want alone on a line.
