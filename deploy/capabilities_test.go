@@ -54,16 +54,7 @@ type capCheck struct {
 // without any one of them something fails. It is the container without
 // the container: host PID namespace and mounts are this machine's own.
 func TestCapabilities(t *testing.T) {
-	bpftest.Require(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		bpftest.Skip(t, "setpriv (util-linux) is not installed: it runs dstar with the DaemonSet's capabilities only")
-	}
-	// The pod gets the node's tracefs mounted; without CAP_SYS_ADMIN dstar
-	// could not mount it itself.
-	if _, err := tracefs.Dir(); err != nil {
-		bpftest.Skip(t, err.Error())
-	}
+	setpriv := requirePod(t)
 	m := loadManifests(t)
 	ds, c := m.daemonSet(t)
 	caps, noNewPrivs := capabilities(c.SecurityContext)
@@ -121,6 +112,23 @@ func TestCapabilities(t *testing.T) {
 		}
 		t.Logf("without %s: cannot %s", c, strings.Join(failed, "; "))
 	}
+}
+
+// requirePod skips t unless this machine can run dstar as the
+// DaemonSet's pod does, and returns setpriv's path: root (for BPF), setpriv
+// (to keep only the container's capabilities) and tracefs mounted (the
+// pod has the node's: without CAP_SYS_ADMIN dstar could not mount it).
+func requirePod(t *testing.T) string {
+	t.Helper()
+	bpftest.Require(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		bpftest.Skip(t, "setpriv (util-linux) is not installed: it runs dstar with the DaemonSet's capabilities only")
+	}
+	if _, err := tracefs.Dir(); err != nil {
+		bpftest.Skip(t, err.Error())
+	}
+	return setpriv
 }
 
 // capabilities returns the capabilities a container adds, named as

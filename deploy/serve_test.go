@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
-	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // TestServeAsTheDaemonSetRuns runs what the DaemonSet's pod runs: dstar
@@ -26,14 +24,7 @@ import (
 // what the probes and Prometheus ask, then stops dstar as the kubelet
 // does. Only --listen differs: loopback, on a free port.
 func TestServeAsTheDaemonSetRuns(t *testing.T) {
-	bpftest.Require(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		bpftest.Skip(t, "setpriv (util-linux) is not installed: it runs dstar with the DaemonSet's capabilities only")
-	}
-	if _, err := tracefs.Dir(); err != nil {
-		bpftest.Skip(t, err.Error())
-	}
+	setpriv := requirePod(t)
 	m := loadManifests(t)
 	ds, c := m.daemonSet(t)
 	_, paths, ok := serveArgs(c.Args)
