@@ -93,6 +93,10 @@ const (
 	MaxHeight = 100000
 )
 
+// maxNest and maxHeight are the bounds in force: fuzzing lowers them so
+// that small inputs reach them.
+var maxNest, maxHeight = MaxNest, MaxHeight
+
 // enter goes one level deeper at pos, failing past the bounds; leave
 // comes back up.
 func (p *parser) enter(pos source.Pos) error {
@@ -104,11 +108,11 @@ func (p *parser) enter(pos source.Pos) error {
 func (p *parser) leave() { p.nest--; p.height-- }
 
 func (p *parser) tooDeep(pos source.Pos) error {
-	if p.nest > MaxNest {
-		return source.Errorf(p.f, pos, "D_SYNTAX", "expression nested too deeply: more than %d levels", MaxNest)
+	if p.nest > maxNest {
+		return source.Errorf(p.f, pos, "D_SYNTAX", "expression nested too deeply: more than %d levels", maxNest)
 	}
-	if p.height > MaxHeight {
-		return source.Errorf(p.f, pos, "D_SYNTAX", "expression too deep: more than %d levels of operators", MaxHeight)
+	if p.height > maxHeight {
+		return source.Errorf(p.f, pos, "D_SYNTAX", "expression too deep: more than %d levels of operators", maxHeight)
 	}
 	return nil
 }

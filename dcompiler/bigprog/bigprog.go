@@ -1,0 +1,106 @@
+// Package bigprog generates large D programs of the shapes that stress a
+// compiler's scaling: long expressions, deep nesting, many clauses, many
+// string operations and large inline and #define expansions. Benchmarks,
+// fuzz seeds and end-to-end tests share them so they measure and check
+// the same programs.
+package bigprog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Shape is one kind of large program, generated at size n.
+type Shape struct {
+	Name string
+	Gen  func(n int) string
+	// Want is what the program prints when run with -q (it exits at once).
+	Want func(n int) string
+}
+
+// Shapes lists every shape.
+var Shapes = []Shape{
+	{"sum", Sum, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+	{"constsum", ConstSum, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+	{"parens", Parens, func(n int) string { return "7\n" }},
+	{"clauses", Clauses, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+	{"strings", Strings, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+	{"inlines", Inlines, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+	{"defines", Defines, func(n int) string { return fmt.Sprintf("%d\n", n) }},
+}
+
+// Sum is one expression of n terms, each a variable: y + y + ... + y.
+func Sum(n int) string {
+	var b strings.Builder
+	b.WriteString("BEGIN { y = 1; x = y")
+	for i := 1; i < n; i++ {
+		b.WriteString(" + y")
+	}
+	b.WriteString("; printf(\"%d\\n\", x); exit(0); }\n")
+	return b.String()
+}
+
+// ConstSum is one expression of n constant terms: 1 + 1 + ... + 1.
+func ConstSum(n int) string {
+	var b strings.Builder
+	b.WriteString("BEGIN { x = 1")
+	for i := 1; i < n; i++ {
+		b.WriteString(" + 1")
+	}
+	b.WriteString("; printf(\"%d\\n\", x); exit(0); }\n")
+	return b.String()
+}
+
+// Parens is a value nested in n parentheses.
+func Parens(n int) string {
+	return "BEGIN { y = 7; x = " + strings.Repeat("(", n) + "y" + strings.Repeat(")", n) +
+		"; printf(\"%d\\n\", x); exit(0); }\n"
+}
+
+// Clauses is n BEGIN clauses, each adding one to a global, and an END
+// that prints it.
+func Clauses(n int) string {
+	var b strings.Builder
+	b.WriteString("BEGIN { x = 0; }\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "BEGIN /x >= 0/ { x = x + 1; }\n")
+	}
+	b.WriteString("BEGIN { exit(0); }\nEND { printf(\"%d\\n\", x); }\n")
+	return b.String()
+}
+
+// Strings is n string operations, each a statement of its own: a
+// comparison, a strjoin and a strlen, counting the comparisons that held.
+func Strings(n int) string {
+	var b strings.Builder
+	b.WriteString("BEGIN { s = \"a\"; n = 0;\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "n += strjoin(s, \"b\") == \"ab\" && strlen(s) == 1 ? 1 : 0;\n")
+	}
+	b.WriteString("printf(\"%d\\n\", n); exit(0); }\n")
+	return b.String()
+}
+
+// Inlines is a chain of n inlines, each the one before plus one, so the
+// last expands to n terms.
+func Inlines(n int) string {
+	var b strings.Builder
+	b.WriteString("inline int i0 = 0;\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "inline int i%d = i%d + 1;\n", i, i-1)
+	}
+	fmt.Fprintf(&b, "BEGIN { printf(\"%%d\\n\", i%d); exit(0); }\n", n)
+	return b.String()
+}
+
+// Defines is a chain of n macros, each the one before plus one, so the
+// last expands to n terms.
+func Defines(n int) string {
+	var b strings.Builder
+	b.WriteString("#define D0 0\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "#define D%d D%d + 1\n", i, i-1)
+	}
+	fmt.Fprintf(&b, "BEGIN { printf(\"%%d\\n\", D%d); exit(0); }\n", n)
+	return b.String()
+}
