@@ -19,7 +19,7 @@ import (
 // TypeOf types e on env's probe, declaring globals and aggregations on
 // first assignment, and reports DTrace's errors for what is not allowed.
 func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
-	if in.typed == nil {
+	if in.typed == nil || !composite(e) {
 		return in.typeOf(e, env)
 	}
 	// Checked: the code generator asks again for every operator's
@@ -34,6 +34,16 @@ func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
 		in.typed[key] = t
 	}
 	return t, err
+}
+
+// composite reports whether e is made of other expressions, whose answers
+// TypeOf and ConstInt remember; a leaf's are as quick to find again.
+func composite(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.IntLit, *ast.StrLit, *ast.Ident, *ast.MacroVar, *ast.AggVar, *ast.KSym:
+		return false
+	}
+	return true
 }
 
 // typedKey is an expression on a probe, whose type TypeOf remembers once
@@ -1832,7 +1842,7 @@ func powOverflows(f, n int64) bool {
 // ConstInt evaluates an integer constant expression: literals, macro
 // arguments, and unary and binary arithmetic on them.
 func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
-	if in.consts == nil {
+	if in.consts == nil || !composite(e) {
 		return in.constInt(e)
 	}
 	// Checked: remembered, as TypeOf's types, for the code generator
