@@ -6,6 +6,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler"
 	"github.com/dstar-trace/dstar/dcompiler/bigprog"
+	"github.com/dstar-trace/dstar/dcompiler/cpp"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/providers"
 )
@@ -26,6 +27,14 @@ func BenchmarkScale(b *testing.B) {
 			b.Run(fmt.Sprintf("%s=%d", sh.Name, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
+					text := text
+					if sh.Name == "defines" {
+						// As dstar -C: the preprocessor first.
+						var err error
+						if text, err = cpp.Run("big.d", text, cpp.Options{}); err != nil {
+							b.Fatal(err)
+						}
+					}
 					f := source.NewFile("big.d", text)
 					if _, err := dcompiler.Compile([]*source.File{f}, dcompiler.Options{Providers: reg}); err != nil {
 						b.Fatal(err)
