@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dstar-trace/dstar/dcompiler"
+	"github.com/dstar-trace/dstar/dcompiler/bigprog"
 	"github.com/dstar-trace/dstar/dcompiler/check"
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/providers"
@@ -39,6 +40,12 @@ func FuzzCompile(f *testing.F) {
 BEGIN { trace(xlate <struct s *> (curthread)->a); trace(curpsinfo->pr_psargs); trace(curlwpsinfo->pr_pri); }`,
 	} {
 		f.Add(s)
+	}
+	// Large generated programs, of a few kilobytes so that the fixed
+	// fuzzing budget takes about as long as before (the parser's
+	// nesting bounds are fuzzed in FuzzParse, with smaller bounds).
+	for _, sh := range bigprog.Shapes {
+		f.Add(sh.Gen(50))
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		file := source.NewFile("f.d", src)

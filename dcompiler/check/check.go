@@ -98,6 +98,11 @@ type Info struct {
 	// and reading it before then is an error.
 	created map[string]bool
 	ordered bool
+
+	// typed and consts remember TypeOf's and ConstInt's answers once the
+	// program is checked (nil before: checking declares as it types).
+	typed  map[typedKey]*types.Type
+	consts map[ast.Expr]constVal
 }
 
 // Clause is a clause with its matched probes.
@@ -254,6 +259,7 @@ func Check(prog *ast.Program, opts Options) (*Info, error) {
 	if err := in.unusedPragmas(); err != nil {
 		return nil, err
 	}
+	in.typed, in.consts = map[typedKey]*types.Type{}, map[ast.Expr]constVal{}
 	return in, nil
 }
 

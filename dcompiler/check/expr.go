@@ -19,6 +19,41 @@ import (
 // TypeOf types e on env's probe, declaring globals and aggregations on
 // first assignment, and reports DTrace's errors for what is not allowed.
 func (in *Info) TypeOf(e ast.Expr, env *Env) (*types.Type, error) {
+	if in.typed == nil || !composite(e) {
+		return in.typeOf(e, env)
+	}
+	// Checked: the code generator asks again for every operator's
+	// operands, and each answer would type the whole subtree anew
+	// (quadratic in a long expression's terms).
+	key := typedKey{e, *env}
+	if t, ok := in.typed[key]; ok {
+		return t, nil
+	}
+	t, err := in.typeOf(e, env)
+	if err == nil {
+		in.typed[key] = t
+	}
+	return t, err
+}
+
+// composite reports whether e is made of other expressions, whose answers
+// TypeOf and ConstInt remember; a leaf's are as quick to find again.
+func composite(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.IntLit, *ast.StrLit, *ast.Ident, *ast.MacroVar, *ast.AggVar, *ast.KSym:
+		return false
+	}
+	return true
+}
+
+// typedKey is an expression on a probe, whose type TypeOf remembers once
+// the program is checked.
+type typedKey struct {
+	e   ast.Expr
+	env Env
+}
+
+func (in *Info) typeOf(e ast.Expr, env *Env) (*types.Type, error) {
 	switch e := e.(type) {
 	case *ast.IntLit:
 		return literalType(e), nil
@@ -1807,6 +1842,26 @@ func powOverflows(f, n int64) bool {
 // ConstInt evaluates an integer constant expression: literals, macro
 // arguments, and unary and binary arithmetic on them.
 func (in *Info) ConstInt(e ast.Expr) (int64, bool) {
+	if in.consts == nil || !composite(e) {
+		return in.constInt(e)
+	}
+	// Checked: remembered, as TypeOf's types, for the code generator
+	// folds at every operator.
+	if c, ok := in.consts[e]; ok {
+		return c.v, c.ok
+	}
+	v, ok := in.constInt(e)
+	in.consts[e] = constVal{v, ok}
+	return v, ok
+}
+
+// constVal is ConstInt's answer.
+type constVal struct {
+	v  int64
+	ok bool
+}
+
+func (in *Info) constInt(e ast.Expr) (int64, bool) {
 	switch e := e.(type) {
 	case *ast.IntLit:
 		return int64(e.Val), true

@@ -151,7 +151,9 @@ func longJumps(insns asm.Instructions) asm.Instructions {
 			}
 			n += int(ins.Size() / asm.InstructionSize)
 		}
-		var out asm.Instructions
+		// Room for a few made long, so the copy is not regrown as it
+		// fills (a clause of a million instructions).
+		out := make(asm.Instructions, 0, len(insns)+len(insns)/16)
 		for i, ins := range insns {
 			op := ins.OpCode
 			t, ok := at[ins.Reference()]

@@ -177,7 +177,7 @@ func (p *pp) file(name, src string, out *strings.Builder) error {
 		trimmed := strings.TrimSpace(line)
 		if !strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "#!") {
 			if keeping() {
-				out.WriteString(p.expand(line, 0))
+				out.WriteString(p.expand(line))
 			}
 			out.WriteString(strings.Repeat("\n", joined+1))
 			continue

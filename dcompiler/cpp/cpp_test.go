@@ -1,6 +1,7 @@
 package cpp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,32 @@ func TestErrors(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%q: got %v, want %s", src, err, want)
 		}
+	}
+}
+
+// TestExpandNesting: a macro is not expanded inside its own expansion (as
+// C), arguments are expanded before they are put in, and a chain of
+// macros expands whole however long it is.
+func TestExpandNesting(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("#define X X + 1\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n#define TWO 2\n#define D0 0\n")
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&src, "#define D%d D%d + 1\n", i, i-1)
+	}
+	src.WriteString("X\nMAX(MAX(1, TWO), 3)\nD2000\n")
+	got, err := Run("x.d", src.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	last := lines[len(lines)-3:]
+	if last[0] != "X + 1" {
+		t.Errorf("X expands to %q, want %q", last[0], "X + 1")
+	}
+	if want := "((((1) > (2) ? (1) : (2))) > (3) ? (((1) > (2) ? (1) : (2))) : (3))"; last[1] != want {
+		t.Errorf("nested MAX expands to %q, want %q", last[1], want)
+	}
+	if want := "0" + strings.Repeat(" + 1", 2000); last[2] != want {
+		t.Errorf("D2000 expands to %.40q..., want %.40q...", last[2], want)
 	}
 }

@@ -12,12 +12,19 @@ import (
 )
 
 // expand replaces macros in a line of text, leaving string and character
-// literals and comments alone. depth bounds recursive expansion.
-func (p *pp) expand(s string, depth int) string {
-	if depth > 32 {
-		return s
-	}
+// literals and comments alone.
+func (p *pp) expand(s string) string {
 	var b strings.Builder
+	p.expandTo(&b, s, map[string]bool{})
+	return b.String()
+}
+
+// expandTo writes s to b with its macros replaced. As in C, a macro is
+// not expanded again inside its own expansion (active holds those being
+// expanded), which ends self-reference however long a chain of macros
+// is; expansions are written straight to b so that a chain of n macros
+// costs time in proportion to its text, not n times it.
+func (p *pp) expandTo(b *strings.Builder, s string, active map[string]bool) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -42,13 +49,15 @@ func (p *pp) expand(s string, depth int) string {
 			}
 			word := s[i:j]
 			m, ok := p.macros[word]
-			if !ok {
+			if !ok || active[word] {
 				b.WriteString(word)
 				i = j
 				continue
 			}
 			if m.params == nil {
-				b.WriteString(p.expand(m.body, depth+1))
+				active[word] = true
+				p.expandTo(b, m.body, active)
+				delete(active, word)
 				i = j
 				continue
 			}
@@ -61,10 +70,17 @@ func (p *pp) expand(s string, depth int) string {
 			body := m.body
 			for k, param := range m.params {
 				if k < len(args) {
-					body = replaceWord(body, param, strings.TrimSpace(args[k]))
+					// As C: an argument's macros are expanded
+					// before it is put in the body, where this macro
+					// no longer expands (MAX(MAX(a, b), c)).
+					var arg strings.Builder
+					p.expandTo(&arg, strings.TrimSpace(args[k]), active)
+					body = replaceWord(body, param, arg.String())
 				}
 			}
-			b.WriteString(p.expand(body, depth+1))
+			active[word] = true
+			p.expandTo(b, body, active)
+			delete(active, word)
 			i = end
 		case c >= '0' && c <= '9':
 			j := i
@@ -78,7 +94,6 @@ func (p *pp) expand(s string, depth int) string {
 			i++
 		}
 	}
-	return b.String()
 }
 
 // callArgs reads "(a, b)" at s[i:], with nested parentheses; it returns
@@ -169,7 +184,7 @@ func (p *pp) eval(s string) (int64, error) {
 		b.WriteByte(s[i])
 		i++
 	}
-	expanded := p.expand(b.String(), 0)
+	expanded := p.expand(b.String())
 	// Identifiers left are not macros: 0, as in C.
 	var z strings.Builder
 	for i := 0; i < len(expanded); {

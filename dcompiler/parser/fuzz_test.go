@@ -1,7 +1,10 @@
 package parser
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/dstar-trace/dstar/dcompiler/bigprog"
 
 	"github.com/dstar-trace/dstar/dcompiler/lexer"
 	"github.com/dstar-trace/dstar/dcompiler/source"
@@ -36,12 +39,33 @@ func FuzzLexer(f *testing.F) {
 	})
 }
 
+// Fuzzing lowers the nesting bounds so that inputs of a few kilobytes
+// reach them (the fixed fuzzing budget then takes about as long as before).
+const fuzzNest, fuzzHeight = 40, 400
+
+// largeSeeds are generated programs of every bigprog shape, past the
+// fuzzing bounds and just under them, so that fuzzing mutates large
+// programs too.
+func largeSeeds() []string {
+	out := []string{
+		"BEGIN { x = " + strings.Repeat("(", fuzzNest+1) + "1" + strings.Repeat(")", fuzzNest+1) + "; }",
+		"BEGIN { " + strings.Repeat("if (x) y = 1; else ", fuzzNest+1) + "y = 2; }",
+		bigprog.Sum(fuzzHeight + 1),
+	}
+	for _, sh := range bigprog.Shapes {
+		out = append(out, sh.Gen(fuzzNest-5))
+	}
+	return out
+}
+
 // FuzzParse checks that parsing never panics and that every error carries
 // a position inside the source.
 func FuzzParse(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range append(seeds, largeSeeds()...) {
 		f.Add(s)
 	}
+	maxNest, maxHeight = fuzzNest, fuzzHeight
+	defer func() { maxNest, maxHeight = MaxNest, MaxHeight }()
 	f.Fuzz(func(t *testing.T, src string) {
 		file := source.NewFile("f.d", src)
 		_, err := Parse(file)

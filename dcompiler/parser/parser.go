@@ -75,6 +75,46 @@ type parser struct {
 	// where a type would stand, since answering loads the kernel's BTF.
 	kernelType func(string) bool
 	pspec      bool // -x pspec
+	// nest counts the expressions and if statements being parsed inside
+	// one another, height also the operators of the chains ("a + b + c")
+	// being built: both bound the recursion of the parser and of the
+	// passes after it (see MaxNest).
+	nest, height int
+}
+
+// MaxNest bounds how deeply expressions and if statements nest
+// (parentheses, unary operators, ?:, assignments, else if), and
+// MaxHeight how deep an expression's tree is, counting each operator of a
+// chain such as "a + b + c" as a level. The parser and the passes after
+// it recurse on the tree: without a bound, a generated program of a
+// million parentheses would exhaust the stack rather than fail cleanly.
+const (
+	MaxNest   = 10000
+	MaxHeight = 100000
+)
+
+// maxNest and maxHeight are the bounds in force: fuzzing lowers them so
+// that small inputs reach them.
+var maxNest, maxHeight = MaxNest, MaxHeight
+
+// enter goes one level deeper at pos, failing past the bounds; leave
+// comes back up.
+func (p *parser) enter(pos source.Pos) error {
+	p.nest++
+	p.height++
+	return p.tooDeep(pos)
+}
+
+func (p *parser) leave() { p.nest--; p.height-- }
+
+func (p *parser) tooDeep(pos source.Pos) error {
+	if p.nest > maxNest {
+		return source.Errorf(p.f, pos, "D_SYNTAX", "expression nested too deeply: more than %d levels", maxNest)
+	}
+	if p.height > maxHeight {
+		return source.Errorf(p.f, pos, "D_SYNTAX", "expression too deep: more than %d levels of operators", maxHeight)
+	}
+	return nil
 }
 
 // startsDecl reports whether a top-level word begins a declaration rather
@@ -1365,6 +1405,10 @@ func (p *parser) stmt() (ast.Stmt, error) {
 
 func (p *parser) ifStmt() (ast.Stmt, error) {
 	s := &ast.IfStmt{Pos: p.tok.Pos}
+	if err := p.enter(s.Pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	if err := p.next(); err != nil {
 		return nil, err
 	}
@@ -1454,6 +1498,10 @@ func (p *parser) assign() (ast.Expr, error) {
 	}
 	if p.tok.Kind == lexer.Op && assignOps[p.tok.Text] {
 		op, pos := p.tok.Text, p.tok.Pos
+		if err := p.enter(pos); err != nil {
+			return nil, err
+		}
+		defer p.leave()
 		if err := p.next(); err != nil {
 			return nil, err
 		}
@@ -1475,6 +1523,10 @@ func (p *parser) cond() (ast.Expr, error) {
 		return c, nil
 	}
 	pos := p.tok.Pos
+	if err := p.enter(pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	if err := p.next(); err != nil {
 		return nil, err
 	}
@@ -1506,11 +1558,18 @@ func (p *parser) binary(level int) (ast.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	chain := 0
+	defer func() { p.height -= chain }()
 	for p.tok.Kind == lexer.Op && contains(levels[level], p.tok.Text) {
 		if p.inPred && p.tok.Text == "/" && p.endsPredicate() {
 			break
 		}
 		op, pos := p.tok.Text, p.tok.Pos
+		chain++
+		p.height++
+		if err := p.tooDeep(pos); err != nil {
+			return nil, err
+		}
 		if err := p.next(); err != nil {
 			return nil, err
 		}
@@ -1534,6 +1593,10 @@ func contains(list []string, s string) bool {
 
 func (p *parser) unary() (ast.Expr, error) {
 	t := p.tok
+	if err := p.enter(t.Pos); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	if t.Kind == lexer.Op {
 		switch t.Text {
 		case "-", "+", "!", "~", "*", "&", "++", "--":

@@ -253,3 +253,36 @@ func TestExcerpt(t *testing.T) {
 		t.Errorf("excerpt:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestNestingBound: nesting past MaxNest, or an operator chain past
+// MaxHeight, is a positioned D_SYNTAX error however deep the input goes
+// (a million parentheses must not exhaust the stack), and just under the
+// bound parses.
+func TestNestingBound(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		ok        bool
+	}{
+		{"parens under", "BEGIN { x = " + strings.Repeat("(", MaxNest-2) + "1" + strings.Repeat(")", MaxNest-2) + "; }", true},
+		{"parens over", "BEGIN { x = " + strings.Repeat("(", MaxNest) + "1" + strings.Repeat(")", MaxNest) + "; }", false},
+		{"million parens", "BEGIN { x = " + strings.Repeat("(", 1000000) + "1" + strings.Repeat(")", 1000000) + "; }", false},
+		{"million unary minus", "BEGIN { x = " + strings.Repeat("-", 1000000) + "1; }", false},
+		{"million assignments", "BEGIN { " + strings.Repeat("x = ", 1000000) + "1; }", false},
+		{"million ternaries", "BEGIN { x = " + strings.Repeat("1 ? 2 : ", 1000000) + "3; }", false},
+		{"million else ifs", "BEGIN { " + strings.Repeat("if (x) y = 1; else ", 1000000) + "y = 2; }", false},
+		{"long sum", "BEGIN { x = 1" + strings.Repeat(" + 1", MaxHeight-10) + "; }", true},
+		{"too long sum", "BEGIN { x = 1" + strings.Repeat(" + 1", MaxHeight+1) + "; }", false},
+	} {
+		_, err := Parse(source.NewFile("deep.d", c.src))
+		if c.ok {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		se, ok := err.(*source.Error)
+		if !ok || se.Tag != "D_SYNTAX" || !strings.Contains(se.Msg, "too deep") || int(se.Pos) <= 0 || int(se.Pos) >= len(c.src) {
+			t.Errorf("%s: got %v, want a positioned D_SYNTAX error of nesting too deep", c.name, err)
+		}
+	}
+}

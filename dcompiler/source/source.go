@@ -126,6 +126,10 @@ func (e *Error) InRegion() string {
 
 // Excerpt renders where the error is: "file:line:col", the source line, and
 // a caret under the column. Tabs in the line are kept so the caret lines up.
+// excerptSide is how much of a long line Excerpt shows either side of the
+// error.
+const excerptSide = 60
+
 func (e *Error) Excerpt() string {
 	if e.File == nil || e.Pos == NoPos {
 		return ""
@@ -136,8 +140,23 @@ func (e *Error) Excerpt() string {
 		name = "<command line>"
 	}
 	line := e.File.LineText(pos.Line)
+	col := pos.Col
+	if len(line) > 2*excerptSide+20 {
+		// A generated line may be megabytes long: show the part around
+		// the error.
+		from, to := max(0, col-1-excerptSide), min(len(line), col-1+excerptSide)
+		cut := line[from:to]
+		if from > 0 {
+			cut = "..." + cut
+			col += 3 - from
+		}
+		if to < len(line) {
+			cut += "..."
+		}
+		line = cut
+	}
 	var caret strings.Builder
-	for i := 0; i < pos.Col-1 && i < len(line); i++ {
+	for i := 0; i < col-1 && i < len(line); i++ {
 		if line[i] == '\t' {
 			caret.WriteByte('\t')
 		} else {
