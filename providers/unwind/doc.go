@@ -14,6 +14,8 @@
 //     file's rows contiguous and sorted, shared by every process that maps
 //     the file.
 //   - Stops, per-CPU counters of why walks ended.
+//   - Pids, the processes whose mappings the walks have asked user space
+//     for (an "unknown pid" notice), and when.
 //
 // A walk starts from a Walk record (the registers, the pid, the frames
 // wanted) in a map value; the callback steps one frame per call: it finds

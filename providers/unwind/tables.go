@@ -70,13 +70,15 @@ func (t *Tables) AddProcess(pid int) error {
 // AddMappings loads the tables of the executable mappings ms of process
 // pid (replacing what it had), its files' paths under root ("" for the
 // paths as they are). A file that cannot be read is left out: its code
-// gets no mapping, and walks through it end with a marker.
+// gets no mapping, and walks through it end with a marker. What the
+// process had is dropped after the new is entered, so files it still maps
+// are not loaded again.
 func (t *Tables) AddMappings(pid uint32, ms []procmaps.Mapping, root string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.removeLocked(pid)
 	var errs []error
 	var added []procMapping
+	keys := map[string]bool{}
 	for _, m := range ms {
 		if !m.Exec() || !m.IsFile() {
 			continue
@@ -86,7 +88,20 @@ func (t *Tables) AddMappings(pid uint32, ms []procmaps.Mapping, root string) err
 			errs = append(errs, err)
 			continue
 		}
+		for _, k := range pm.keys {
+			keys[string(k)] = true
+		}
 		added = append(added, pm)
+	}
+	for _, pm := range t.procs[pid] {
+		var gone [][]byte
+		for _, k := range pm.keys {
+			if !keys[string(k)] {
+				gone = append(gone, k)
+			}
+		}
+		pm.keys = gone
+		t.undo(pm)
 	}
 	t.procs[pid] = added
 	return errors.Join(errs...)

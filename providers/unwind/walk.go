@@ -15,7 +15,11 @@ const (
 	MappingsMap = "ustack_mappings"
 	RowsMap     = "ustack_rows"
 	StopsMap    = "ustack_stops"
+	PidsMap     = "ustack_pids"
 )
+
+// PidsMapCapacity bounds the processes a session's walks ask for.
+var PidsMapCapacity uint32 = 1 << 13
 
 // MaxDepth is the most frames a walk gives (as the kernel's own walker).
 const MaxDepth = 127
@@ -40,13 +44,13 @@ const (
 	WalkPC     = 0  // u64: the frame's PC
 	WalkSP     = 8  // u64
 	WalkFP     = 16 // u64
-	walkFlags  = 24 // u64: flagCaller, flagFPLost
+	WalkFlags  = 24 // u64: flagCaller, flagFPLost
 	WalkN      = 32 // u64: frames written
 	WalkPid    = 40 // u64: the process (tgid)
 	WalkLimit  = 48 // u64: frames wanted (at most MaxDepth)
 	WalkStop   = 56 // u64: why the walk ended (cfi.Stop)
-	walkKey    = 64 // 16 bytes: the Mappings key
-	walkBuf    = 80 // 8 bytes: what bpf_probe_read_user reads, or a Rows index
+	WalkKey    = 64 // 16 bytes: the Mappings key
+	WalkBuf    = 80 // 8 bytes: what bpf_probe_read_user reads, or a Rows index
 	walkFPKind = 88
 	walkFPOff  = 96
 	walkBias   = 104
@@ -87,6 +91,9 @@ func MapSpecs() map[string]*ebpf.MapSpec {
 			MaxEntries: MappingsCapacity, Flags: 1 /* BPF_F_NO_PREALLOC */},
 		RowsMap:  {Name: RowsMap, Type: ebpf.Array, KeySize: 4, ValueSize: rowSize, MaxEntries: RowsCapacity},
 		StopsMap: {Name: StopsMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(cfi.StopDepth) + 1},
+		// The processes whose mappings were asked for, with when (ktime):
+		// see codegen's notice.
+		PidsMap: {Name: PidsMap, Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: PidsMapCapacity},
 	}
 }
 
@@ -141,14 +148,14 @@ func Callback(name string) asm.Instructions {
 	w.emit(asm.JGE.Reg(asm.R7, asm.R1, w.l("nomapping")))
 
 	// The mapping: (pid, pc) in the trie.
-	w.emit(storeImm(rw, walkKey, keyBits, asm.Word))
+	w.emit(storeImm(rw, WalkKey, keyBits, asm.Word))
 	w.emit(asm.LoadMem(asm.R1, rw, WalkPid, asm.DWord))
 	w.emit(asm.HostTo(asm.BE, asm.R1, asm.Word))
-	w.emit(asm.StoreMem(rw, walkKey+4, asm.R1, asm.Word))
+	w.emit(asm.StoreMem(rw, WalkKey+4, asm.R1, asm.Word))
 	w.emit(asm.Mov.Reg(asm.R1, asm.R7), asm.HostTo(asm.BE, asm.R1, asm.DWord))
-	w.emit(asm.StoreMem(rw, walkKey+8, asm.R1, asm.DWord))
+	w.emit(asm.StoreMem(rw, WalkKey+8, asm.R1, asm.DWord))
 	w.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(MappingsMap))
-	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, walkKey))
+	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, WalkKey))
 	w.emit(asm.FnMapLookupElem.Call())
 	w.emit(asm.JEq.Imm(asm.R0, 0, w.l("nomapping")))
 	w.emit(asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord))
@@ -157,7 +164,7 @@ func Callback(name string) asm.Instructions {
 	w.emit(asm.LoadMem(asm.R9, asm.R0, 12, asm.Word)) // rows
 	// The address to look up: the file's, less one for a return address.
 	w.emit(asm.Sub.Reg(asm.R7, asm.R1))
-	w.emit(asm.LoadMem(asm.R1, rw, walkFlags, asm.DWord))
+	w.emit(asm.LoadMem(asm.R1, rw, WalkFlags, asm.DWord))
 	w.emit(asm.And.Imm(asm.R1, flagCaller))
 	w.emit(asm.Sub.Reg(asm.R7, asm.R1))
 	w.emit(asm.JEq.Imm(asm.R9, 0, w.l("fprule")))
@@ -206,9 +213,9 @@ func Callback(name string) asm.Instructions {
 	w.at("apply")
 	// From here on the PCs are return addresses (a signal frame says
 	// otherwise below).
-	w.emit(asm.LoadMem(asm.R1, rw, walkFlags, asm.DWord))
+	w.emit(asm.LoadMem(asm.R1, rw, WalkFlags, asm.DWord))
 	w.emit(asm.Or.Imm(asm.R1, flagCaller))
-	w.emit(asm.StoreMem(rw, walkFlags, asm.R1, asm.DWord))
+	w.emit(asm.StoreMem(rw, WalkFlags, asm.R1, asm.DWord))
 	w.emit(asm.JEq.Imm(asm.R7, int32(cfi.CFAEnd), w.l("end")))
 	w.emit(asm.JEq.Imm(asm.R7, int32(cfi.CFASignal), w.l("signal")))
 	w.emit(asm.JEq.Imm(asm.R7, int32(cfi.CFAFromFP), w.l("fromfp")))
@@ -223,7 +230,7 @@ func Callback(name string) asm.Instructions {
 	w.emit(asm.Add.Imm(asm.R9, 8))
 	w.emit(asm.Ja.Label(w.l("cfa")))
 	w.at("fromfp")
-	w.emit(asm.LoadMem(asm.R1, rw, walkFlags, asm.DWord))
+	w.emit(asm.LoadMem(asm.R1, rw, WalkFlags, asm.DWord))
 	w.emit(asm.And.Imm(asm.R1, flagFPLost))
 	w.emit(asm.JNE.Imm(asm.R1, 0, w.l("norule")))
 	w.emit(asm.LoadMem(asm.R9, rw, WalkFP, asm.DWord))
@@ -234,21 +241,21 @@ func Callback(name string) asm.Instructions {
 	// row says.
 	w.at("cfa")
 	w.read(asm.R9, -8)
-	w.emit(asm.LoadMem(asm.R7, rw, walkBuf, asm.DWord))
+	w.emit(asm.LoadMem(asm.R7, rw, WalkBuf, asm.DWord))
 	w.emit(asm.LoadMem(asm.R1, rw, walkFPKind, asm.DWord))
 	w.emit(asm.JEq.Imm(asm.R1, int32(cfi.FPSame), w.l("step")))
-	w.emit(asm.LoadMem(asm.R2, rw, walkFlags, asm.DWord))
+	w.emit(asm.LoadMem(asm.R2, rw, WalkFlags, asm.DWord))
 	w.emit(asm.Or.Imm(asm.R2, flagFPLost))
-	w.emit(asm.StoreMem(rw, walkFlags, asm.R2, asm.DWord))
+	w.emit(asm.StoreMem(rw, WalkFlags, asm.R2, asm.DWord))
 	w.emit(asm.JNE.Imm(asm.R1, int32(cfi.FPAtCFA), w.l("step")))
 	w.emit(asm.LoadMem(asm.R1, rw, walkFPOff, asm.DWord))
 	w.emit(asm.Add.Reg(asm.R1, asm.R9))
 	w.readAt(asm.R1)
-	w.emit(asm.LoadMem(asm.R1, rw, walkBuf, asm.DWord))
+	w.emit(asm.LoadMem(asm.R1, rw, WalkBuf, asm.DWord))
 	w.emit(asm.StoreMem(rw, WalkFP, asm.R1, asm.DWord))
-	w.emit(asm.LoadMem(asm.R2, rw, walkFlags, asm.DWord))
+	w.emit(asm.LoadMem(asm.R2, rw, WalkFlags, asm.DWord))
 	w.emit(asm.And.Imm(asm.R2, ^flagFPLost))
-	w.emit(asm.StoreMem(rw, walkFlags, asm.R2, asm.DWord))
+	w.emit(asm.StoreMem(rw, WalkFlags, asm.R2, asm.DWord))
 	w.at("step")
 	w.emit(asm.StoreMem(rw, WalkPC, asm.R7, asm.DWord))
 	w.emit(asm.StoreMem(rw, WalkSP, asm.R9, asm.DWord))
@@ -260,16 +267,16 @@ func Callback(name string) asm.Instructions {
 	w.emit(asm.LoadMem(asm.R9, rw, WalkSP, asm.DWord))
 	w.emit(asm.Add.Reg(asm.R9, asm.R8))
 	w.read(asm.R9, 8)
-	w.emit(asm.LoadMem(asm.R7, rw, walkBuf, asm.DWord))
+	w.emit(asm.LoadMem(asm.R7, rw, WalkBuf, asm.DWord))
 	w.emit(asm.LoadMem(asm.R1, rw, WalkSP, asm.DWord))
 	w.emit(asm.LoadMem(asm.R2, rw, walkFPOff, asm.DWord))
 	w.emit(asm.Add.Reg(asm.R1, asm.R2))
 	w.readAt(asm.R1)
-	w.emit(asm.LoadMem(asm.R1, rw, walkBuf, asm.DWord))
+	w.emit(asm.LoadMem(asm.R1, rw, WalkBuf, asm.DWord))
 	w.emit(asm.StoreMem(rw, WalkFP, asm.R1, asm.DWord))
 	w.read(asm.R9, 0)
-	w.emit(asm.LoadMem(asm.R9, rw, walkBuf, asm.DWord))
-	w.emit(storeImm(rw, walkFlags, 0, asm.DWord)) // the PC is where the signal came
+	w.emit(asm.LoadMem(asm.R9, rw, WalkBuf, asm.DWord))
+	w.emit(storeImm(rw, WalkFlags, 0, asm.DWord)) // the PC is where the signal came
 	w.emit(asm.Ja.Label(w.l("step")))
 
 	// The ends: a clean one, or a cut one with its marker frame.
@@ -280,9 +287,9 @@ func Callback(name string) asm.Instructions {
 	w.stop("unreadable", cfi.StopUnreadable)
 	w.at("count")
 	// Count the stop (R7 holds it) in Stops.
-	w.emit(asm.StoreMem(rw, walkBuf, asm.R7, asm.Word))
+	w.emit(asm.StoreMem(rw, WalkBuf, asm.R7, asm.Word))
 	w.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(StopsMap))
-	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, walkBuf))
+	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, WalkBuf))
 	w.emit(asm.FnMapLookupElem.Call())
 	w.emit(asm.JEq.Imm(asm.R0, 0, w.l("out")))
 	w.emit(asm.Mov.Imm(asm.R1, 1))
@@ -327,9 +334,9 @@ func (w *walker) stop(l string, s cfi.Stop) {
 // going to norule if there is none.
 func (w *walker) lookupRow(idx asm.Register) {
 	const rw = asm.R6
-	w.emit(asm.StoreMem(rw, walkBuf, idx, asm.Word))
+	w.emit(asm.StoreMem(rw, WalkBuf, idx, asm.Word))
 	w.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(RowsMap))
-	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, walkBuf))
+	w.emit(asm.Mov.Reg(asm.R2, rw), asm.Add.Imm(asm.R2, WalkBuf))
 	w.emit(asm.FnMapLookupElem.Call())
 	w.emit(asm.JEq.Imm(asm.R0, 0, w.l("norule")))
 }
@@ -354,7 +361,7 @@ func (w *walker) readAt(addr asm.Register) {
 
 func (w *walker) readR3() {
 	const rw = asm.R6
-	w.emit(asm.Mov.Reg(asm.R1, rw), asm.Add.Imm(asm.R1, walkBuf))
+	w.emit(asm.Mov.Reg(asm.R1, rw), asm.Add.Imm(asm.R1, WalkBuf))
 	w.emit(asm.Mov.Imm(asm.R2, 8))
 	w.emit(asm.FnProbeReadUser.Call())
 	w.emit(asm.JNE.Imm(asm.R0, 0, w.l("unreadable")))

@@ -49,7 +49,7 @@ func newHarness(t *testing.T) *harness {
 	for i, off := range []int16{WalkPC, WalkSP, WalkFP, WalkPid, WalkLimit} {
 		insns = append(insns, asm.LoadMem(asm.R1, asm.R6, int16(8*i), asm.DWord), asm.StoreMem(asm.R7, off, asm.R1, asm.DWord))
 	}
-	for _, off := range []int16{walkFlags, WalkN, WalkStop} {
+	for _, off := range []int16{WalkFlags, WalkN, WalkStop} {
 		insns = append(insns, storeImm(asm.R7, off, 0, asm.DWord))
 	}
 	insns = append(insns,
