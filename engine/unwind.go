@@ -113,3 +113,27 @@ func (u *unwinder) close() {
 	u.mu.Unlock()
 	u.wg.Wait()
 }
+
+// load loads process pid's tables now, and marks it known to the walks.
+func (u *unwinder) load(pid int) error {
+	if err := u.tables.AddProcess(pid); err != nil {
+		return err
+	}
+	return u.pids.Put(uint32(pid), uint64(0))
+}
+
+// WalksUserStacks reports whether e's programs walk user stacks by
+// call-frame information, with tables LoadUserStacks can load ahead.
+func (e *Enabling) WalksUserStacks() bool { return e.unwind != nil }
+
+// LoadUserStacks loads the unwind tables of the files process pid maps
+// now, before its stacks are walked: a walk meeting a process it does not
+// know asks for its tables, and until they are loaded (a few
+// milliseconds) cuts its stacks short. Files that cannot be read are
+// left out; the error says which.
+func (e *Enabling) LoadUserStacks(pid int) error {
+	if e.unwind == nil {
+		return nil
+	}
+	return e.unwind.load(pid)
+}
