@@ -58,13 +58,17 @@ func NewTables(mappings, rows *ebpf.Map) *Tables {
 		procs: map[uint32][]procMapping{}, free: []span{{0, rows.MaxEntries()}}}
 }
 
-// AddProcess loads the tables of the files process pid maps now.
+// AddProcess loads the tables of the files process pid maps now. The
+// mappings are read under the tables' lock, so that of two calls for one
+// process the later always enters the newer mappings.
 func (t *Tables) AddProcess(pid int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	ms, err := procmaps.Read(pid)
 	if err != nil {
 		return err
 	}
-	return t.AddMappings(uint32(pid), ms, fmt.Sprintf("/proc/%d/root", pid))
+	return t.addMappings(uint32(pid), ms, fmt.Sprintf("/proc/%d/root", pid))
 }
 
 // AddMappings loads the tables of the executable mappings ms of process
@@ -76,6 +80,10 @@ func (t *Tables) AddProcess(pid int) error {
 func (t *Tables) AddMappings(pid uint32, ms []procmaps.Mapping, root string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.addMappings(pid, ms, root)
+}
+
+func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) error {
 	var errs []error
 	var added []procMapping
 	keys := map[string]bool{}
