@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/dstar-trace/dstar/providers/procmaps"
 	"github.com/dstar-trace/dstar/providers/unwind"
@@ -22,12 +23,23 @@ type unwinder struct {
 	pids   *ebpf.Map
 	mu     sync.Mutex
 	busy   map[uint32]bool
-	wg     sync.WaitGroup
-	stop   chan struct{}
+	// wait is, by process, how long walks wait before they may ask for
+	// its mappings again: short while it maps new code (a program
+	// starting), doubling while it does not (code no file maps: a JIT's).
+	wait map[uint32]time.Duration
+	wg   sync.WaitGroup
+	stop chan struct{}
 }
 
 // pruneEvery is how often the tables of exited processes are dropped.
 const pruneEvery = time.Second
+
+// The wait before a process may be noticed again: from minWait, doubled
+// up to maxWait while its mappings do not change.
+const (
+	minWait = time.Millisecond
+	maxWait = time.Second
+)
 
 // newUnwinder returns the unwinder of coll's walker maps, or nil when its
 // programs walk no user stack.
@@ -36,7 +48,8 @@ func newUnwinder(coll *ebpf.Collection) *unwinder {
 	if m == nil || r == nil || p == nil {
 		return nil
 	}
-	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, busy: map[uint32]bool{}, stop: make(chan struct{})}
+	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, busy: map[uint32]bool{},
+		wait: map[uint32]time.Duration{}, stop: make(chan struct{})}
 	u.wg.Add(1)
 	go u.prune()
 	return u
@@ -59,14 +72,23 @@ func (u *unwinder) notice(pid uint32) {
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		if err := u.tables.AddProcess(int(pid)); errors.Is(err, procmaps.ErrNoProcess) {
-			u.forget(pid)
-		}
 		// Files that cannot be read are left out: walks through them
 		// end with a marker frame.
+		grew, err := u.tables.AddProcess(int(pid))
+		if errors.Is(err, procmaps.ErrNoProcess) {
+			u.forget(pid)
+		}
 		u.mu.Lock()
 		delete(u.busy, pid)
+		wait := min(2*u.wait[pid], maxWait)
+		if grew || wait == 0 {
+			wait = minWait
+		}
+		u.wait[pid] = wait
 		u.mu.Unlock()
+		if err == nil {
+			u.pids.Put(pid, ktime()+uint64(wait))
+		}
 	}()
 }
 
@@ -75,6 +97,16 @@ func (u *unwinder) notice(pid uint32) {
 func (u *unwinder) forget(pid uint32) {
 	u.tables.RemoveProcess(pid)
 	u.pids.Delete(pid)
+	u.mu.Lock()
+	delete(u.wait, pid)
+	u.mu.Unlock()
+}
+
+// ktime is the time as bpf_ktime_get_ns tells it (CLOCK_MONOTONIC).
+func ktime() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 // prune drops, every pruneEvery, the tables of processes that have exited.
@@ -116,10 +148,10 @@ func (u *unwinder) close() {
 
 // load loads process pid's tables now, and marks it known to the walks.
 func (u *unwinder) load(pid int) error {
-	if err := u.tables.AddProcess(pid); err != nil {
+	if _, err := u.tables.AddProcess(pid); err != nil {
 		return err
 	}
-	return u.pids.Put(uint32(pid), uint64(0))
+	return u.pids.Put(uint32(pid), ktime()+uint64(minWait))
 }
 
 // WalksUserStacks reports whether e's programs walk user stacks by

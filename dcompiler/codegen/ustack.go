@@ -18,9 +18,9 @@ import (
 // process's mappings. The header's PID names it; there is no body.
 const UnwindEPID = 0xfffffffe
 
-// noticeEvery is how often (ns) a process is noticed again for an
-// address in none of its known mappings (a library loaded since).
-const noticeEvery = 20_000_000
+// noticeHold is how long (ns) after a notice its process is not noticed
+// again, unless user space, having read its mappings, says otherwise.
+const noticeHold = 50_000_000
 
 // unwinds reports whether user stacks are walked by the unwind walker.
 func unwinds() bool {
@@ -84,8 +84,11 @@ func (pg *probeGen) userWalk(limit int) (int, error) {
 }
 
 // notice asks user space for the walking process's mappings when it has
-// not yet (the process is not in unwind.PidsMap) or, at most every
-// noticeEvery, when the walk stopped at an address in none of them.
+// not yet (the process is not in unwind.PidsMap) or when the walk stopped
+// at an address in none of them (a library loaded since) and the time
+// the process's entry holds has come: user space sets it after each read,
+// soon while a process is still mapping new code, later and later while
+// it is not (see engine's unwinder).
 func (pg *probeGen) notice(w int) {
 	send, done := pg.newLabel("notice_send"), pg.newLabel("notice_done")
 	key, buf := w+unwind.WalkKey, w+unwind.WalkBuf
@@ -101,10 +104,10 @@ func (pg *probeGen) notice(w int) {
 	pg.emit(asm.StoreMem(regState, int16(buf), asm.R1, asm.DWord))
 	pg.call(asm.FnKtimeGetNs)
 	pg.emit(asm.LoadMem(asm.R1, regState, int16(buf), asm.DWord))
-	pg.emit(asm.Sub.Reg(asm.R0, asm.R1))
-	pg.emit(asm.JLT.Imm(asm.R0, noticeEvery, done))
+	pg.emit(asm.JLT.Reg(asm.R0, asm.R1, done))
 	pg.label(send)
 	pg.call(asm.FnKtimeGetNs)
+	pg.emit(asm.Add.Imm(asm.R0, noticeHold))
 	pg.emit(asm.StoreMem(regState, int16(buf), asm.R0, asm.DWord))
 	pg.mapPtr(asm.R1, unwind.PidsMap)
 	pg.addrOf(asm.R2, regState, key)

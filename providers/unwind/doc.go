@@ -15,7 +15,8 @@
 //     the file.
 //   - Stops, per-CPU counters of why walks ended.
 //   - Pids, the processes whose mappings the walks have asked user space
-//     for (an "unknown pid" notice), and when.
+//     for (an "unknown pid" notice), and the time before which they are
+//     not asked for again.
 //
 // A walk starts from a Walk record (the registers, the pid, the frames
 // wanted) in a map value; the callback steps one frame per call: it finds

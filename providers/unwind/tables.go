@@ -58,15 +58,16 @@ func NewTables(mappings, rows *ebpf.Map) *Tables {
 		procs: map[uint32][]procMapping{}, free: []span{{0, rows.MaxEntries()}}}
 }
 
-// AddProcess loads the tables of the files process pid maps now. The
-// mappings are read under the tables' lock, so that of two calls for one
-// process the later always enters the newer mappings.
-func (t *Tables) AddProcess(pid int) error {
+// AddProcess loads the tables of the files process pid maps now, and
+// reports whether it maps code it did not when last read. The mappings
+// are read under the tables' lock, so that of two calls for one process
+// the later always enters the newer mappings.
+func (t *Tables) AddProcess(pid int) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ms, err := procmaps.Read(pid)
 	if err != nil {
-		return err
+		return false, err
 	}
 	return t.addMappings(uint32(pid), ms, fmt.Sprintf("/proc/%d/root", pid))
 }
@@ -80,10 +81,13 @@ func (t *Tables) AddProcess(pid int) error {
 func (t *Tables) AddMappings(pid uint32, ms []procmaps.Mapping, root string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.addMappings(pid, ms, root)
+	_, err := t.addMappings(pid, ms, root)
+	return err
 }
 
-func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) error {
+// addMappings enters ms for pid, reporting whether any of their keys is
+// new.
+func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) (bool, error) {
 	var errs []error
 	var added []procMapping
 	keys := map[string]bool{}
@@ -101,6 +105,16 @@ func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) err
 		}
 		added = append(added, pm)
 	}
+	had := map[string]bool{}
+	for _, pm := range t.procs[pid] {
+		for _, k := range pm.keys {
+			had[string(k)] = true
+		}
+	}
+	grew := false
+	for k := range keys {
+		grew = grew || !had[k]
+	}
 	for _, pm := range t.procs[pid] {
 		var gone [][]byte
 		for _, k := range pm.keys {
@@ -112,7 +126,7 @@ func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) err
 		t.undo(pm)
 	}
 	t.procs[pid] = added
-	return errors.Join(errs...)
+	return grew, errors.Join(errs...)
 }
 
 // RemoveProcess forgets process pid, releasing the rows of files no

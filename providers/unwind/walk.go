@@ -91,8 +91,9 @@ func MapSpecs() map[string]*ebpf.MapSpec {
 			MaxEntries: MappingsCapacity, Flags: 1 /* BPF_F_NO_PREALLOC */},
 		RowsMap:  {Name: RowsMap, Type: ebpf.Array, KeySize: 4, ValueSize: rowSize, MaxEntries: RowsCapacity},
 		StopsMap: {Name: StopsMap, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(cfi.StopDepth) + 1},
-		// The processes whose mappings were asked for, with when (ktime):
-		// see codegen's notice.
+		// The processes whose mappings were asked for, with the time
+		// (ktime) before which they are not asked for again: see
+		// codegen's notice.
 		PidsMap: {Name: PidsMap, Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: PidsMapCapacity},
 	}
 }
