@@ -22,7 +22,9 @@ type unwinder struct {
 	tables *unwind.Tables
 	pids   *ebpf.Map
 	mu     sync.Mutex
-	busy   map[uint32]bool
+	// again holds the processes being loaded, true for one noticed
+	// again meanwhile.
+	again map[uint32]bool
 	// wait is, by process, how long walks wait before they may ask for
 	// its mappings again: short while it maps new code (a program
 	// starting), doubling while it does not (code no file maps: a JIT's).
@@ -48,7 +50,7 @@ func newUnwinder(coll *ebpf.Collection) *unwinder {
 	if m == nil || r == nil || p == nil {
 		return nil
 	}
-	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, busy: map[uint32]bool{},
+	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, again: map[uint32]bool{},
 		wait: map[uint32]time.Duration{}, stop: make(chan struct{})}
 	u.wg.Add(1)
 	go u.prune()
@@ -56,11 +58,14 @@ func newUnwinder(coll *ebpf.Collection) *unwinder {
 }
 
 // notice (re)loads process pid's mappings, in the background: the
-// consumer never waits on ELF files.
+// consumer never waits on ELF files. A notice that comes while its
+// process is being loaded makes the load run again when done: the
+// walks meanwhile saw code the load may have missed.
 func (u *unwinder) notice(pid uint32) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.busy[pid] {
+	if _, loading := u.again[pid]; loading {
+		u.again[pid] = true
 		return
 	}
 	select {
@@ -68,28 +73,41 @@ func (u *unwinder) notice(pid uint32) {
 		return
 	default:
 	}
-	u.busy[pid] = true
+	u.again[pid] = false
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		// Files that cannot be read are left out: walks through them
-		// end with a marker frame.
-		grew, err := u.tables.AddProcess(int(pid))
-		if errors.Is(err, procmaps.ErrNoProcess) {
-			u.forget(pid)
-		}
-		u.mu.Lock()
-		delete(u.busy, pid)
-		wait := min(2*u.wait[pid], maxWait)
-		if grew || wait == 0 {
-			wait = minWait
-		}
-		u.wait[pid] = wait
-		u.mu.Unlock()
-		if err == nil {
-			u.pids.Put(pid, ktime()+uint64(wait))
+		for u.loadNoticed(pid) {
 		}
 	}()
+}
+
+// loadNoticed loads process pid's mappings and sets when its walks may
+// notice it again; it reports whether another notice came meanwhile.
+func (u *unwinder) loadNoticed(pid uint32) bool {
+	// Files that cannot be read are left out: walks through them end
+	// with a marker frame.
+	grew, err := u.tables.AddProcess(int(pid))
+	if errors.Is(err, procmaps.ErrNoProcess) {
+		u.forget(pid)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	wait := min(2*u.wait[pid], maxWait)
+	if grew || wait == 0 {
+		wait = minWait
+	}
+	u.wait[pid] = wait
+	if err == nil {
+		u.pids.Put(pid, ktime()+uint64(wait))
+	}
+	again := u.again[pid]
+	if again && err == nil {
+		u.again[pid] = false
+		return true
+	}
+	delete(u.again, pid)
+	return false
 }
 
 // forget drops an exited process's tables and its notice, so that a new

@@ -1,9 +1,11 @@
 package cfi
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -60,8 +62,8 @@ func uncovered(have, more []fde) []fde {
 	if len(have) == 0 {
 		return more
 	}
-	sorted := append([]fde(nil), have...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].start < sorted[j].start })
+	sorted := slices.Clone(have)
+	slices.SortFunc(sorted, func(a, b fde) int { return cmp.Compare(a.start, b.start) })
 	var out []fde
 	for _, f := range more {
 		i := sort.Search(len(sorted), func(i int) bool { return sorted[i].end > f.start })
@@ -76,8 +78,10 @@ func uncovered(have, more []fde) []fde {
 // build interprets every FDE and makes the sorted, merged table. Where
 // FDEs overlap (which linkers do not produce) the first by address wins.
 func build(fdes []fde) *Table {
-	sort.SliceStable(fdes, func(i, j int) bool { return fdes[i].start < fdes[j].start })
-	t := &Table{}
+	// Linkers emit FDEs nearly in address order: an insertion-friendly
+	// stable sort moves little.
+	slices.SortStableFunc(fdes, func(a, b fde) int { return cmp.Compare(a.start, b.start) })
+	t := &Table{Rows: make([]Row, 0, 2*len(fdes))}
 	add := func(pc uint64, r Rule) {
 		if n := len(t.Rows); n > 0 {
 			last := &t.Rows[n-1]
@@ -103,31 +107,26 @@ func build(fdes []fde) *Table {
 			continue
 		}
 		covered = f.end
-		for _, row := range f.rows() {
-			add(row.PC, row.Rule())
-		}
+		f.each(add)
 		add(f.end, Rule{})
 	}
 	return t
 }
 
-// rows interprets the FDE: its rules, in address order, unmerged.
-func (f fde) rows() []Row {
+// each interprets the FDE, calling add with each address range's start
+// and rule, in address order, unmerged.
+func (f fde) each(add func(pc uint64, r Rule)) {
 	c := f.cie
-	var rows []Row
-	emit := func(lo, hi uint64, st state) {
-		r := c.rule(st)
-		rows = append(rows, Row{PC: lo, CFA: r.CFA, FP: r.FP, CFAOff: r.CFAOff, FPOff: r.FPOff})
-	}
+	emit := func(lo, hi uint64, st state) { add(lo, c.rule(st)) }
 	// The CIE's initial instructions set the state at the FDE's start;
 	// they emit no rows (their addresses are the FDE's first).
 	init, _, ok := c.run(c.initial, state{}, nil, f.start, f.start, nil)
 	if !ok {
-		return nil
+		add(f.start, Rule{})
+		return
 	}
 	if _, stop, ok := c.run(f.insns, init, &init, f.start, f.end, emit); !ok {
 		// From the instruction we could not read on, no rule.
-		rows = append(rows, Row{PC: stop})
+		add(stop, Rule{})
 	}
-	return rows
 }
