@@ -1,8 +1,9 @@
-package cfi
+package cfi_test
 
 import (
 	"testing"
 
+	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/cfi/cfitest"
 )
 
@@ -13,7 +14,7 @@ func TestUnwindRecorded(t *testing.T) {
 		{"-O2", "-g", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"},
 	} {
 		rec := cfitest.Record(t, flags...)
-		pcs, stop := Unwind(Regs{PC: rec.PC, SP: rec.SP, FP: rec.FP}, code(t, rec), rec.Memory, 64)
+		pcs, stop := cfi.Unwind(rec.Regs(), rec.Code(t), rec.Memory, 64)
 		names := rec.Names(pcs)
 		t.Logf("%v: %v (%v)", flags, names, stop)
 		want := cfitest.Want
@@ -25,11 +26,11 @@ func TestUnwindRecorded(t *testing.T) {
 				t.Errorf("%v: frame %d is %s, want %s: %v", flags, i, names[i], w, names)
 			}
 		}
-		if stop != StopEnd || names[len(names)-1] != "_start" {
+		if stop != cfi.StopEnd || names[len(names)-1] != "_start" {
 			t.Errorf("%v: walk ended %v at %s, want the end of the stack at _start", flags, stop, names[len(names)-1])
 		}
 		// Cut short, the walk says why.
-		if _, stop := Unwind(Regs{PC: rec.PC, SP: rec.SP, FP: rec.FP}, code(t, rec), rec.Memory, 3); stop != StopDepth {
+		if _, stop := cfi.Unwind(rec.Regs(), rec.Code(t), rec.Memory, 3); stop != cfi.StopDepth {
 			t.Errorf("%v: a walk to depth 3 stopped with %v", flags, stop)
 		}
 		short := func(addr uint64) (uint64, bool) {
@@ -38,34 +39,34 @@ func TestUnwindRecorded(t *testing.T) {
 			}
 			return rec.Memory(addr)
 		}
-		if _, stop := Unwind(Regs{PC: rec.PC, SP: rec.SP, FP: rec.FP}, code(t, rec), short, 64); stop != StopUnreadable {
+		if _, stop := cfi.Unwind(rec.Regs(), rec.Code(t), short, 64); stop != cfi.StopUnreadable {
 			t.Errorf("%v: a walk of a stack cut at 256 bytes stopped with %v", flags, stop)
 		}
 	}
 }
 
 func TestMarker(t *testing.T) {
-	for s := StopNoMapping; s <= StopDepth; s++ {
-		if got, ok := IsMarker(Marker(s)); !ok || got != s {
-			t.Errorf("IsMarker(Marker(%v)) = %v, %v", s, got, ok)
+	for s := cfi.StopNoMapping; s <= cfi.StopDepth; s++ {
+		if got, ok := cfi.IsMarker(cfi.Marker(s)); !ok || got != s {
+			t.Errorf("cfi.IsMarker(cfi.Marker(%v)) = %v, %v", s, got, ok)
 		}
 	}
-	if _, ok := IsMarker(0x7fff_0000_1000); ok {
+	if _, ok := cfi.IsMarker(0x7fff_0000_1000); ok {
 		t.Error("a user address is a marker")
 	}
 }
 
 func TestSpecialRules(t *testing.T) {
-	libc, err := Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	libc, err := cfi.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
 	if err != nil {
 		t.Skip(err)
 	}
-	var signal, plt []Row
+	var signal, plt []cfi.Row
 	for _, r := range libc.Rows {
 		switch r.CFA {
-		case CFASignal:
+		case cfi.CFASignal:
 			signal = append(signal, r)
-		case CFAPLT:
+		case cfi.CFAPLT:
 			plt = append(plt, r)
 		}
 	}
@@ -75,25 +76,5 @@ func TestSpecialRules(t *testing.T) {
 	}
 	if len(plt) != 1 || plt[0].CFAOff != 8 {
 		t.Errorf("libc's PLT rows: %+v", plt)
-	}
-}
-
-// code finds the table and bias of the recorded mapping holding pc.
-func code(t *testing.T, rec cfitest.Recording) Code {
-	tables := map[string]*Table{}
-	return func(pc uint64) (*Table, uint64, bool) {
-		m, bias, ok := rec.Mapping(pc)
-		if !ok {
-			return nil, 0, false
-		}
-		tab, ok := tables[m.Path]
-		if !ok {
-			var err error
-			if tab, err = Open(m.Path); err != nil && err != ErrNoCFI {
-				t.Fatal(err)
-			}
-			tables[m.Path] = tab
-		}
-		return tab, bias, true
 	}
 }

@@ -136,15 +136,7 @@ func Callback(name string) asm.Instructions {
 	// The end: a zero PC.
 	w.emit(asm.LoadMem(asm.R7, rw, WalkPC, asm.DWord))
 	w.emit(asm.JEq.Imm(asm.R7, 0, w.l("end")))
-	// Room for the frame? (The bound check is the verifier's too.)
-	w.emit(asm.LoadMem(asm.R1, rw, WalkN, asm.DWord))
-	w.emit(asm.LoadMem(asm.R2, rw, WalkLimit, asm.DWord))
-	w.emit(asm.JGE.Reg(asm.R1, asm.R2, w.l("depth")))
-	w.emit(asm.JGE.Imm(asm.R1, MaxDepth, w.l("depth")))
-	w.emit(asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, 1))
-	w.emit(asm.StoreMem(rw, WalkN, asm.R2, asm.DWord))
-	w.emit(asm.LSh.Imm(asm.R1, 3), asm.Add.Reg(asm.R1, rw))
-	w.emit(asm.StoreMem(asm.R1, WalkFrames, asm.R7, asm.DWord))
+	w.appendFrame(asm.R7, "depth")
 	w.emit(asm.LoadImm(asm.R1, userTop, asm.DWord))
 	w.emit(asm.JGE.Reg(asm.R7, asm.R1, w.l("nomapping")))
 
@@ -319,16 +311,24 @@ func (w *walker) stop(l string, s cfi.Stop) {
 		w.emit(asm.Ja.Label(w.l("count")))
 		return
 	}
+	w.emit(asm.LoadImm(asm.R3, int64(cfi.Marker(s)), asm.DWord))
+	w.appendFrame(asm.R3, "count")
+	w.emit(asm.Ja.Label(w.l("count")))
+}
+
+// appendFrame appends the PC in pc (not R1 or R2) to the record's frames,
+// or goes to full when they are as many as the walk wants (a check the
+// verifier needs too).
+func (w *walker) appendFrame(pc asm.Register, full string) {
+	const rw = asm.R6
 	w.emit(asm.LoadMem(asm.R1, rw, WalkN, asm.DWord))
 	w.emit(asm.LoadMem(asm.R2, rw, WalkLimit, asm.DWord))
-	w.emit(asm.JGE.Reg(asm.R1, asm.R2, w.l("count")))
-	w.emit(asm.JGE.Imm(asm.R1, MaxDepth, w.l("count")))
+	w.emit(asm.JGE.Reg(asm.R1, asm.R2, w.l(full)))
+	w.emit(asm.JGE.Imm(asm.R1, MaxDepth, w.l(full)))
 	w.emit(asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, 1))
 	w.emit(asm.StoreMem(rw, WalkN, asm.R2, asm.DWord))
 	w.emit(asm.LSh.Imm(asm.R1, 3), asm.Add.Reg(asm.R1, rw))
-	w.emit(asm.LoadImm(asm.R2, int64(cfi.Marker(s)), asm.DWord))
-	w.emit(asm.StoreMem(asm.R1, WalkFrames, asm.R2, asm.DWord))
-	w.emit(asm.Ja.Label(w.l("count")))
+	w.emit(asm.StoreMem(asm.R1, WalkFrames, pc, asm.DWord))
 }
 
 // lookupRow sets R0 to row idx of Rows (idx a register other than R0-R2),

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -142,11 +143,11 @@ func TestWalkRecorded(t *testing.T) {
 		}
 		t.Run(flags[0]+flags[1], func(t *testing.T) {
 			end := mapStack(t, rec)
-			want, wantStop := cfi.Unwind(cfi.Regs{PC: rec.PC, SP: rec.SP, FP: rec.FP}, goCode(t, rec), rec.Memory, 64)
+			want, wantStop := cfi.Unwind(rec.Regs(), rec.Code(t), rec.Memory, 64)
 			got, stop := h.run(t, rec.PC, rec.SP, rec.FP, 64)
 			names := rec.Names(got)
 			t.Logf("%v: %v (%v)", flags, names, stop)
-			if stop != wantStop || !equal(got, want) {
+			if stop != wantStop || !slices.Equal(got, want) {
 				t.Fatalf("BPF walk: %x (%v)\nGo walk:  %x (%v)", got, stop, want, wantStop)
 			}
 			for i, w := range cfitest.Want {
@@ -164,7 +165,7 @@ func TestWalkRecorded(t *testing.T) {
 			// Stack and frame pointers past the readable stack: the walk ends
 			// with the unreadable marker, after no wrong frame.
 			if got, stop := h.run(t, rec.PC, end, end, 64); stop != cfi.StopUnreadable ||
-				!equal(got, []uint64{rec.PC, cfi.Marker(cfi.StopUnreadable)}) {
+				!slices.Equal(got, []uint64{rec.PC, cfi.Marker(cfi.StopUnreadable)}) {
 				t.Errorf("walk from an unreadable stack: %x (%v)", got, stop)
 			}
 		})
@@ -172,44 +173,12 @@ func TestWalkRecorded(t *testing.T) {
 	}
 	t.Run("nomapping", func(t *testing.T) {
 		got, stop := h.run(t, 0x1000, 0x2000, 0, 64)
-		if stop != cfi.StopNoMapping || !equal(got, []uint64{0x1000, cfi.Marker(cfi.StopNoMapping)}) {
+		if stop != cfi.StopNoMapping || !slices.Equal(got, []uint64{0x1000, cfi.Marker(cfi.StopNoMapping)}) {
 			t.Errorf("walk from an unknown PC: %x (%v)", got, stop)
 		}
 	})
 	if n := h.tables.RowsUsed(); n != 0 {
 		t.Errorf("%d rows still loaded after every process was removed", n)
-	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// goCode is the Go reference walker's view of the recorded mappings.
-func goCode(t *testing.T, rec cfitest.Recording) cfi.Code {
-	tables := map[string]*cfi.Table{}
-	return func(pc uint64) (*cfi.Table, uint64, bool) {
-		m, bias, ok := rec.Mapping(pc)
-		if !ok {
-			return nil, 0, false
-		}
-		tab, ok := tables[m.Path]
-		if !ok {
-			var err error
-			if tab, err = cfi.Open(m.Path); err != nil && !errors.Is(err, cfi.ErrNoCFI) {
-				t.Fatal(err)
-			}
-			tables[m.Path] = tab
-		}
-		return tab, bias, true
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
 )
@@ -104,3 +106,27 @@ func (r Recording) Names(pcs []uint64) []string {
 	}
 	return names
 }
+
+// Code is the reference walker's view of the recorded mappings: each
+// file's table, built on first use.
+func (r Recording) Code(t testing.TB) cfi.Code {
+	tables := map[string]*cfi.Table{}
+	return func(pc uint64) (*cfi.Table, uint64, bool) {
+		m, bias, ok := r.Mapping(pc)
+		if !ok {
+			return nil, 0, false
+		}
+		tab, ok := tables[m.Path]
+		if !ok {
+			var err error
+			if tab, err = cfi.Open(m.Path); err != nil && !errors.Is(err, cfi.ErrNoCFI) {
+				t.Fatal(err)
+			}
+			tables[m.Path] = tab
+		}
+		return tab, bias, true
+	}
+}
+
+// Regs are the recorded registers.
+func (r Recording) Regs() cfi.Regs { return cfi.Regs{PC: r.PC, SP: r.SP, FP: r.FP} }
