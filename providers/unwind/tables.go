@@ -1,11 +1,13 @@
 package unwind
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"sort"
 	"sync"
 	"syscall"
@@ -13,7 +15,6 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/dstar-trace/dstar/providers/cfi"
-	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
 )
 
@@ -41,6 +42,21 @@ type fileKey struct {
 type file struct {
 	first, count uint32
 	refs         int
+	loads        []segment
+}
+
+// segment is a PT_LOAD: where a range of the file's bytes is in its
+// address space.
+type segment struct{ off, vaddr, size uint64 }
+
+// address is the file's address of file offset off.
+func (f *file) address(off uint64) (uint64, bool) {
+	for _, s := range f.loads {
+		if s.off <= off && off < s.off+s.size {
+			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
 }
 
 // procMapping is one of a process's entries in Mappings.
@@ -181,19 +197,12 @@ func (t *Tables) undo(pm procMapping) {
 func (t *Tables) addMapping(pid uint32, m procmaps.Mapping, path string) (procMapping, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
-		return procMapping{}, &pathError{path, err}
+		return procMapping{}, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	key := fileKey{uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}
-	syms, err := elfsym.Open(path)
-	if err != nil {
-		return procMapping{}, err
-	}
-	vaddr, err := syms.Address(m.Offset)
-	if err != nil {
-		return procMapping{}, err
-	}
 	f, ok := t.files[key]
 	if !ok {
+		var err error
 		if f, err = t.load(path); err != nil {
 			return procMapping{}, err
 		}
@@ -201,6 +210,11 @@ func (t *Tables) addMapping(pid uint32, m procmaps.Mapping, path string) (procMa
 	}
 	f.refs++
 	pm := procMapping{file: key}
+	vaddr, ok := f.address(m.Offset)
+	if !ok {
+		t.undo(pm)
+		return procMapping{}, fmt.Errorf("%s: file offset %#x is in no loadable segment", path, m.Offset)
+	}
 	value := make([]byte, valueSize)
 	binary.LittleEndian.PutUint64(value, m.Start-vaddr)
 	binary.LittleEndian.PutUint32(value[8:], f.first)
@@ -216,27 +230,31 @@ func (t *Tables) addMapping(pid uint32, m procmaps.Mapping, path string) (procMa
 	return pm, nil
 }
 
-type pathError struct {
-	path string
-	err  error
-}
-
-func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
-
 // load builds the file's table and writes its rows into free rows. A
 // file without call-frame information gets none (count 0: frame
 // pointers).
 func (t *Tables) load(path string) (*file, error) {
-	tab, err := cfi.Open(path)
-	if errors.Is(err, cfi.ErrNoCFI) {
-		return &file{}, nil
-	}
+	ef, err := elf.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer ef.Close()
+	f := &file{}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			f.loads = append(f.loads, segment{p.Off, p.Vaddr, p.Filesz})
+		}
+	}
+	tab, err := cfi.FromELF(ef)
+	if errors.Is(err, cfi.ErrNoCFI) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	n := len(tab.Rows)
 	if n == 0 {
-		return &file{}, nil
+		return f, nil
 	}
 	if n > MaxRows {
 		return nil, fmt.Errorf("%s: %d unwind rows, more than the walker searches (%d)", path, n, MaxRows)
@@ -262,7 +280,8 @@ func (t *Tables) load(path string) (*file, error) {
 		t.release(s)
 		return nil, fmt.Errorf("%s: loading its unwind rows: %w", path, err)
 	}
-	return &file{first: s.first, count: uint32(n)}, nil
+	f.first, f.count = s.first, uint32(n)
+	return f, nil
 }
 
 // allocate takes n rows from the first free range that holds them.
