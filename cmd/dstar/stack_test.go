@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,6 +170,37 @@ int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += top(); return n == 
 	}
 	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
 		t.Errorf("children: unresolved frame %q:\n%s", bare, r.stdout)
+	}
+}
+
+// TestUserStackSignal: a stack taken in a signal handler goes on through
+// the kernel's signal frame (libc's __restore_rt, whose call-frame
+// information says where the interrupted registers are) to the code the
+// signal interrupted, raise called by worker, and down to _start.
+func TestUserStackSignal(t *testing.T) {
+	bpftest.Require(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("user stacks are walked by call-frame information on x86-64 only")
+	}
+	prog := bpftest.BuildC(t, t.TempDir(), "sig", `
+#include <signal.h>
+#include <unistd.h>
+static volatile int sink;
+__attribute__((noinline)) void handler(int sig) { sink += getppid(); }
+__attribute__((noinline)) int worker(int i) { raise(SIGUSR1); return i + 1; }
+int main(void) { signal(SIGUSR1, handler); int n = 0; for (int i = 0; i < 5; i++) n += worker(i); return n == 0; }
+`, "-O2", "-fomit-frame-pointer")
+	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	f := func(mod, fn string) string { return " {14}" + regexp.QuoteMeta(mod) + "`" + fn + "(?:\\+0x[0-9a-f]+)?\n" }
+	re := regexp.MustCompile("(?m)^" + f("libc.so.6", "getppid") + f("sig", "handler") + f("libc.so.6", "__restore_rt") +
+		"(?: {14}libc\\.so\\.6`[^\n]*\n)*" + f("sig", "worker") + f("sig", "main") +
+		f("libc.so.6", "__libc_start_call_main") + f("libc.so.6", "__libc_start_main") + f("sig", "_start") + " +5\n")
+	if !re.MatchString(r.stdout) {
+		t.Errorf("no getppid ← handler ← signal frame ← ... ← worker ← main stack, 5 times:\n%s", r.stdout)
 	}
 }
 
