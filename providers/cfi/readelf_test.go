@@ -306,3 +306,10 @@ func TestNoCFI(t *testing.T) {
 		t.Fatal("Open of a non-ELF file succeeded")
 	}
 }
+
+// TestReadelfGo: a Go binary's call-frame information is .debug_frame
+// only (compressed), with Go's own CIEs.
+func TestReadelfGo(t *testing.T) {
+	path := bpftest.BuildGo(t, t.TempDir(), "gohello", "package main\n\nfunc main() { println(\"hello\") }\n")
+	checkAgainstReadelf(t, path)
+}
