@@ -429,6 +429,7 @@ func (e *Enabling) Close() error {
 	}
 	wg.Wait()
 	e.unwind.close()
+	e.s.closedCuts.Add(e.readCuts())
 	if e.rd != nil {
 		e.rd.Close()
 	}

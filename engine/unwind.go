@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/procmaps"
 	"github.com/dstar-trace/dstar/providers/unwind"
 )
@@ -186,4 +187,39 @@ func (e *Enabling) LoadUserStacks(pid int) error {
 		return nil
 	}
 	return e.unwind.load(pid)
+}
+
+// ustackCuts counts e's user-stack walks that ended cut short (a marker
+// frame), over every CPU: 0 when its programs walk none, and once it is
+// closed (its counts are then the session's closedCuts).
+func (e *Enabling) ustackCuts() uint64 {
+	e.stateMu.Lock()
+	closed := e.closed
+	e.stateMu.Unlock()
+	if closed {
+		return 0
+	}
+	return e.readCuts()
+}
+
+// readCuts reads the walks' stop counters.
+func (e *Enabling) readCuts() uint64 {
+	if e.unwind == nil || e.coll == nil {
+		return 0
+	}
+	m := e.coll.Maps[unwind.StopsMap]
+	if m == nil {
+		return 0
+	}
+	var n uint64
+	for _, stop := range []cfi.Stop{cfi.StopNoMapping, cfi.StopNoRule, cfi.StopUnreadable} {
+		var perCPU []uint64
+		if err := m.Lookup(uint32(stop), &perCPU); err != nil {
+			continue
+		}
+		for _, v := range perCPU {
+			n += v
+		}
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -195,7 +196,9 @@ int main(void) { signal(SIGUSR1, handler); int n = 0; for (int i = 0; i < 5; i++
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	f := func(mod, fn string) string { return " {14}" + regexp.QuoteMeta(mod) + "`" + fn + "(?:\\+0x[0-9a-f]+)?\n" }
+	f := func(mod, fn string) string {
+		return " {14}" + regexp.QuoteMeta(mod) + "`" + fn + "(?:\\+0x[0-9a-f]+)?\n"
+	}
 	re := regexp.MustCompile("(?m)^" + f("libc.so.6", "getppid") + f("sig", "handler") + f("libc.so.6", "__restore_rt") +
 		"(?: {14}libc\\.so\\.6`[^\n]*\n)*" + f("sig", "worker") + f("sig", "main") +
 		f("libc.so.6", "__libc_start_call_main") + f("libc.so.6", "__libc_start_main") + f("sig", "_start") + " +5\n")
@@ -279,3 +282,71 @@ int main(void) {
 	return n == 0;
 }
 `
+
+// jitSrc calls getppid from code it wrote into an anonymous executable
+// page, which no file maps, every 5 ms.
+const jitSrc = `
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(void) {
+	/* mov $110, %eax (getppid); syscall; ret */
+	static const unsigned char code[] = {0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3};
+	void *page = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memcpy(page, code, sizeof code);
+	for (;;) { ((long (*)(void))page)(); usleep(5000); }
+}
+`
+
+// TestUserStackCut: a user stack whose code no file maps ends, after its
+// first frame, in a marker frame that says so, and the session counts
+// it (s.stats().ustack_cuts): every stack of a program calling from such
+// code, few of one whose stacks are whole (only those walked before its
+// unwind tables were loaded, a process running before tracing began).
+func TestUserStackCut(t *testing.T) {
+	bpftest.Require(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the traced program is x86-64 machine code")
+	}
+	jit := startChain(t, "jit", jitSrc)
+	whole := startChain(t, "chain", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+int main(void) { for (;;) { leaf(); usleep(5000); } }
+`)
+	path := writeScript(t, fmt.Sprintf(`
+for pid in [%d, %d]:
+    s = dtrace.session(quiet = True)
+    s.attach('syscall::getppid:entry /pid == %%d/ { @[ustack()] = count(); }' %% pid)
+    s.run(0.5)
+    n, ends = 0, {}
+    for k, v in s.aggregations().get("@", {}).items():
+        n += v
+        ends[k[0][-1].split("+")[0]] = True
+    print(sorted(ends.keys()), n, s.stats().ustack_cuts)
+    s.close()
+`, jit, whole))
+	r := dstar(t, 30*time.Second, "run", path)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var n, cuts [2]int
+	if len(lines) != 2 {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	for i, want := range []string{`["[stack cut: no mapping]"]`, "chain`_start"} {
+		f := strings.Fields(lines[i])
+		if len(f) < 3 || !strings.Contains(lines[i], want) {
+			t.Fatalf("line %d: %q, want stacks ending %s", i+1, lines[i], want)
+		}
+		n[i], _ = strconv.Atoi(f[len(f)-2])
+		cuts[i], _ = strconv.Atoi(f[len(f)-1])
+	}
+	if n[0] < 20 || cuts[0] != n[0] {
+		t.Errorf("jit: %d stacks, %d counted cut; want them all cut", n[0], cuts[0])
+	}
+	if n[1] < 20 || cuts[1] > n[1]/2 {
+		t.Errorf("chain: %d stacks, %d counted cut; want most whole", n[1], cuts[1])
+	}
+}
