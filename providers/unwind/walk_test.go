@@ -33,7 +33,7 @@ type harness struct {
 	tables *Tables
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	bpftest.Require(t)
 	maps := MapSpecs()
@@ -108,7 +108,7 @@ func (h *harness) run(t *testing.T, pc, sp, fp uint64, limit int) ([]uint64, cfi
 
 // mapStack maps the recorded stack at its own addresses in this process
 // and returns the end of the mapping (past it, nothing is readable).
-func mapStack(t *testing.T, rec cfitest.Recording) uint64 {
+func mapStack(t testing.TB, rec cfitest.Recording) uint64 {
 	t.Helper()
 	page := uint64(os.Getpagesize())
 	lo := rec.SP &^ (page - 1)
@@ -196,5 +196,39 @@ func TestPrefixes(t *testing.T) {
 		if at != c[1] {
 			t.Fatalf("[%#x, %#x): prefixes end at %#x", c[0], c[1], at)
 		}
+	}
+}
+
+// BenchmarkWalk: the walker's cost per stack, on a recorded stack of 7
+// frames (leaf … main, libc, _start) run with BPF_PROG_TEST_RUN, beside
+// the cost of the harness and the system call alone (a walk of no
+// frames): the difference is the walk's.
+func BenchmarkWalk(b *testing.B) {
+	h := newHarness(b)
+	rec := cfitest.Record(b, "-O2", "-fomit-frame-pointer")
+	if err := h.tables.AddMappings(uint32(os.Getpid()), rec.Maps, ""); err != nil {
+		b.Fatal(err)
+	}
+	defer h.tables.RemoveProcess(uint32(os.Getpid()))
+	mapStack(b, rec)
+	for _, c := range []struct {
+		name string
+		pc   uint64
+	}{{"7frames", rec.PC}, {"none", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := make([]byte, 40)
+			for i, v := range []uint64{c.pc, rec.SP, rec.FP, uint64(os.Getpid()), 64} {
+				binary.LittleEndian.PutUint64(ctx[8*i:], v)
+			}
+			// A raw tracepoint's test run takes no repeat count: one
+			// system call a walk, the same in both.
+			opts := &ebpf.RunOptions{Context: ctx}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.prog.Run(opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
