@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -107,10 +109,7 @@ func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) (bo
 	var errs []error
 	var added []procMapping
 	keys := map[string]bool{}
-	for _, m := range ms {
-		if !m.Exec() || !m.IsFile() {
-			continue
-		}
+	for _, m := range t.order(ms, root) {
 		pm, err := t.addMapping(pid, m, root+m.Path)
 		if err != nil {
 			errs = append(errs, err)
@@ -191,6 +190,45 @@ func (t *Tables) undo(pm procMapping) {
 			t.release(span{f.first, f.count})
 		}
 	}
+}
+
+// order returns the executable file mappings of ms in the order to
+// enter them: first those whose files are loaded (entered at once), then
+// the others smallest first, so that walks find as much code as they
+// can as soon as they can while a starting program's large files load.
+func (t *Tables) order(ms []procmaps.Mapping, root string) []procmaps.Mapping {
+	type cand struct {
+		m      procmaps.Mapping
+		loaded bool
+		size   int64
+	}
+	var cs []cand
+	for _, m := range ms {
+		if !m.Exec() || !m.IsFile() {
+			continue
+		}
+		c := cand{m: m}
+		var st syscall.Stat_t
+		if syscall.Stat(root+m.Path, &st) == nil {
+			_, c.loaded = t.files[fileKey{uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}]
+			c.size = st.Size
+		}
+		cs = append(cs, c)
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.loaded != b.loaded {
+			if a.loaded {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.size, b.size)
+	})
+	out := make([]procmaps.Mapping, len(cs))
+	for i, c := range cs {
+		out[i] = c.m
+	}
+	return out
 }
 
 // addMapping loads m's file (if not yet) and enters m's range.
