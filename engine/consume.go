@@ -29,6 +29,12 @@ func (e *Enabling) handle(raw []byte) {
 		e.fault(raw, cpu, pid, ts)
 		return
 	}
+	if epid == codegen.UnwindEPID {
+		if e.unwind != nil {
+			e.unwind.notice(uint32(pid))
+		}
+		return
+	}
 	rec := e.Prog.Code.Records[epid]
 	if rec == nil || len(raw) < rec.Size {
 		return

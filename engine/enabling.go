@@ -32,6 +32,8 @@ type Enabling struct {
 	progs []*ebpf.Program // as prog.Code.Programs
 	links []io.Closer
 	rd    *ringbuf.Reader
+	// unwind loads the tables user-stack walks need (nil: none walked).
+	unwind *unwinder
 
 	consumer sync.WaitGroup
 	stopRead chan struct{}
@@ -123,6 +125,7 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 		return nil, fmt.Errorf("ring buffer reader: %w", err)
 	}
 	e.rd = rd
+	e.unwind = newUnwinder(coll)
 	return e, nil
 }
 
@@ -432,6 +435,8 @@ func (e *Enabling) Close() error {
 		}()
 	}
 	wg.Wait()
+	e.unwind.close()
+	e.s.closedCuts.Add(e.readCuts())
 	if e.rd != nil {
 		e.rd.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dstar-trace/dstar/dcompiler"
@@ -68,6 +69,8 @@ type Session struct {
 	doneOnce sync.Once
 	status   int
 	stats    Stats
+	// closedCuts are the user stacks cut short by closed enablings.
+	closedCuts atomic.Uint64
 }
 
 // Stats counts what a session's programs produced.
@@ -75,13 +78,23 @@ type Stats struct {
 	Records uint64 // output records delivered
 	Drops   uint64 // records and aggregation updates lost
 	Errors  uint64 // run-time faults
+	// UStackCuts counts the user stacks cut short, each ending in a
+	// marker frame: code in no file, or whose table was not loaded
+	// yet; no unwind rule; a word of the stack unreadable.
+	UStackCuts uint64
 }
 
 // Stats returns the session's counts so far.
 func (s *Session) Stats() Stats {
+	enablings := s.Enablings()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	s.mu.Unlock()
+	st.UStackCuts = s.closedCuts.Load()
+	for _, e := range enablings {
+		st.UStackCuts += e.ustackCuts()
+	}
+	return st
 }
 
 // NewSession makes a session.

@@ -8,6 +8,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/types"
 	"github.com/dstar-trace/dstar/engine/usym"
 	"github.com/dstar-trace/dstar/providers"
+	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/ksym"
 )
 
@@ -76,6 +77,12 @@ func stackFrames(b []byte, t *types.Type) (frames []string, pcs []uint64, pid in
 		frames = make([]string, 0, n)
 		for i := 0; i < n && len(frames) < t.Len; i++ {
 			pc := ne.Uint64(b[8+8*i:])
+			if stop, ok := cfi.IsMarker(pc); ok {
+				// A walk cut short says why, in place of frames it
+				// could not find.
+				frames = append(frames, "[stack cut: "+stop.String()+"]")
+				break
+			}
 			// Code built without frame pointers sends the walk through
 			// whatever its frame register held: a value no user code can
 			// be at (the first page, or past the top of user space) ends

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,13 +86,32 @@ func TestStackKey(t *testing.T) {
 	}
 }
 
+// userChain matches the stack of getppid called by leaf, called by
+// middle, top and main, of the program prog, whole: from libc's
+// __libc_start_call_main to prog's _start; and its count.
+func userChain(prog string) *regexp.Regexp {
+	f := func(mod, fn string) string { return " {14}" + regexp.QuoteMeta(mod) + "`" + fn + "\\+0x[0-9a-f]+\n" }
+	return regexp.MustCompile("(?m)^" + f("libc.so.6", "getppid") + f(prog, "leaf") + f(prog, "middle") +
+		f(prog, "top") + f(prog, "main") + f("libc.so.6", "__libc_start_call_main") +
+		f("libc.so.6", "__libc_start_main") + f(prog, "_start") + " +(\\d+)\n")
+}
+
+// sumCounts adds the counts of every match of re (its first group).
+func sumCounts(re *regexp.Regexp, out string) int {
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n += k
+	}
+	return n
+}
+
 // TestUserStack: ustack() in a C program resolves its functions, callee
-// first: middle is called by top, top by main; and libc's frames by libc's
-// symbols. (leaf, which calls libc's getppid, is not there: getppid makes
-// no frame of its own, and the kernel walks frame pointers, so the walk
-// goes from getppid's address to the return address in leaf's frame,
-// which is in middle.) The program runs long enough for its mappings to
-// be read after its libraries are loaded.
+// first: leaf (which keeps no frame: its caller is found by its
+// call-frame information, not by a frame pointer) is called by middle,
+// middle by top, top by main, and libc's frames by libc's symbols, down to
+// the program's _start. The -c command's unwind tables are loaded before
+// it runs, so every one of its twenty stacks is whole.
 func TestUserStack(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
@@ -100,9 +121,8 @@ func TestUserStack(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	re := regexp.MustCompile("(?m)^ {14}libc\\.so\\.6`getppid\\+0x[0-9a-f]+\n {14}chain`middle\\+0x[0-9a-f]+\n {14}chain`top\\+0x[0-9a-f]+\n {14}chain`main\\+0x[0-9a-f]+\n")
-	if !re.MatchString(r.stdout) {
-		t.Errorf("no getppid → middle → top → main stack:\n%s", r.stdout)
+	if n := sumCounts(userChain("chain"), r.stdout); n != 20 {
+		t.Errorf("%d whole getppid ← leaf ← middle ← top ← main stacks, want 20:\n%s", n, r.stdout)
 	}
 }
 
@@ -125,9 +145,8 @@ int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += top(); return n == 
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	re := regexp.MustCompile("(?m)^ {14}libc\\.so\\.6`getppid\\+0x[0-9a-f]+\n {14}brief`middle\\+0x[0-9a-f]+\n {14}brief`top\\+0x[0-9a-f]+\n {14}brief`main\\+0x[0-9a-f]+\n")
-	if n := len(re.FindAllString(r.stdout, -1)); n != 3 {
-		t.Errorf("%d getppid → middle → top → main stacks, want 3:\n%s", n, r.stdout)
+	if n := sumCounts(userChain("brief"), r.stdout); n != 3 {
+		t.Errorf("%d whole getppid ← leaf ← middle ← top ← main stacks, want 3:\n%s", n, r.stdout)
 	}
 	// Nothing is left as a bare address: every frame is in a module.
 	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
@@ -135,19 +154,56 @@ int main(void) { int n = 0; for (int i = 0; i < 3; i++) n += top(); return n == 
 	}
 
 	// The same program run twice by the -c process, a shell: the
-	// children's mappings are followed too.
+	// children's mappings are followed too. Their unwind tables are
+	// asked for when their first stack is walked, and a walk before
+	// they are loaded (a child this brief may be gone by then) ends
+	// with a marker after its first frame: each stack is whole or
+	// marked, never wrong.
 	r = dstar(t, 30*time.Second, "-q", "-c", "sh -c '"+prog+"; "+prog+"; true'", "-n",
 		`syscall::getppid:entry /ppid == $target/ { @[ustack()] = count(); }`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	// Each child maps libc at its own address, so its stacks are keys
-	// of their own: 3 each.
-	if n := len(re.FindAllString(r.stdout, -1)); n != 6 {
-		t.Errorf("children: %d getppid → middle → top → main stacks, want 6:\n%s", n, r.stdout)
+	cut := regexp.MustCompile("(?m)^ {14}libc\\.so\\.6`getppid\\+0x[0-9a-f]+\n {14}\\[stack cut: no mapping\\]\n +(\\d+)\n")
+	whole, marked := sumCounts(userChain("brief"), r.stdout), sumCounts(cut, r.stdout)
+	if whole+marked != 6 {
+		t.Errorf("children: %d whole and %d marked getppid stacks, want 6 in all:\n%s", whole, marked, r.stdout)
 	}
 	if bare := regexp.MustCompile("(?m)^ +0x[0-9a-f]+$").FindString(r.stdout); bare != "" {
 		t.Errorf("children: unresolved frame %q:\n%s", bare, r.stdout)
+	}
+}
+
+// TestUserStackSignal: a stack taken in a signal handler goes on through
+// the kernel's signal frame (libc's __restore_rt, whose call-frame
+// information says where the interrupted registers are) to the code the
+// signal interrupted, raise called by worker, and down to _start.
+func TestUserStackSignal(t *testing.T) {
+	bpftest.Require(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("user stacks are walked by call-frame information on x86-64 only")
+	}
+	prog := bpftest.BuildC(t, t.TempDir(), "sig", `
+#include <signal.h>
+#include <unistd.h>
+static volatile int sink;
+__attribute__((noinline)) void handler(int sig) { sink += getppid(); }
+__attribute__((noinline)) int worker(int i) { raise(SIGUSR1); return i + 1; }
+int main(void) { signal(SIGUSR1, handler); int n = 0; for (int i = 0; i < 5; i++) n += worker(i); return n == 0; }
+`, "-O2", "-fomit-frame-pointer")
+	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	f := func(mod, fn string) string {
+		return " {14}" + regexp.QuoteMeta(mod) + "`" + fn + "(?:\\+0x[0-9a-f]+)?\n"
+	}
+	re := regexp.MustCompile("(?m)^" + f("libc.so.6", "getppid") + f("sig", "handler") + f("libc.so.6", "__restore_rt") +
+		"(?: {14}libc\\.so\\.6`[^\n]*\n)*" + f("sig", "worker") + f("sig", "main") +
+		f("libc.so.6", "__libc_start_call_main") + f("libc.so.6", "__libc_start_main") + f("sig", "_start") + " +5\n")
+	if !re.MatchString(r.stdout) {
+		t.Errorf("no getppid ← handler ← signal frame ← ... ← worker ← main stack, 5 times:\n%s", r.stdout)
 	}
 }
 
@@ -226,3 +282,71 @@ int main(void) {
 	return n == 0;
 }
 `
+
+// jitSrc calls getppid from code it wrote into an anonymous executable
+// page, which no file maps, every 5 ms.
+const jitSrc = `
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(void) {
+	/* mov $110, %eax (getppid); syscall; ret */
+	static const unsigned char code[] = {0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3};
+	void *page = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memcpy(page, code, sizeof code);
+	for (;;) { ((long (*)(void))page)(); usleep(5000); }
+}
+`
+
+// TestUserStackCut: a user stack whose code no file maps ends, after its
+// first frame, in a marker frame that says so, and the session counts
+// it (s.stats().ustack_cuts): every stack of a program calling from such
+// code, few of one whose stacks are whole (only those walked before its
+// unwind tables were loaded, a process running before tracing began).
+func TestUserStackCut(t *testing.T) {
+	bpftest.Require(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the traced program is x86-64 machine code")
+	}
+	jit := startChain(t, "jit", jitSrc)
+	whole := startChain(t, "chain", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+int main(void) { for (;;) { leaf(); usleep(5000); } }
+`)
+	path := writeScript(t, fmt.Sprintf(`
+for pid in [%d, %d]:
+    s = dtrace.session(quiet = True)
+    s.attach('syscall::getppid:entry /pid == %%d/ { @[ustack()] = count(); }' %% pid)
+    s.run(0.5)
+    n, ends = 0, {}
+    for k, v in s.aggregations().get("@", {}).items():
+        n += v
+        ends[k[0][-1].split("+")[0]] = True
+    print(sorted(ends.keys()), n, s.stats().ustack_cuts)
+    s.close()
+`, jit, whole))
+	r := dstar(t, 30*time.Second, "run", path)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var n, cuts [2]int
+	if len(lines) != 2 {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	for i, want := range []string{`["[stack cut: no mapping]"]`, "chain`_start"} {
+		f := strings.Fields(lines[i])
+		if len(f) < 3 || !strings.Contains(lines[i], want) {
+			t.Fatalf("line %d: %q, want stacks ending %s", i+1, lines[i], want)
+		}
+		n[i], _ = strconv.Atoi(f[len(f)-2])
+		cuts[i], _ = strconv.Atoi(f[len(f)-1])
+	}
+	if n[0] < 20 || cuts[0] != n[0] {
+		t.Errorf("jit: %d stacks, %d counted cut; want them all cut", n[0], cuts[0])
+	}
+	if n[1] < 20 || cuts[1] > n[1]/2 {
+		t.Errorf("chain: %d stacks, %d counted cut; want most whole", n[1], cuts[1])
+	}
+}

@@ -345,6 +345,21 @@ func (t *tracer) run() int {
 		t.errorf("could not enable tracing: %v", err)
 		return exitError
 	}
+	// Where user stacks are walked by call-frame information, the
+	// targets' unwind tables are loaded before they run on, so that
+	// their first stacks are whole: -c commands held at exec are first
+	// run to their entry points, their libraries mapped (their dynamic
+	// linker's own stacks, traced meanwhile, are cut short, and marked).
+	if en.WalksUserStacks() {
+		if evaltime := t.opts["evaltime"]; evaltime == "" || evaltime == "exec" {
+			// A command that cannot be run to its entry (a static
+			// one, another architecture) is left where it is.
+			advanceAll(kids, "preinit")
+		}
+		for _, pid := range targetPids {
+			en.LoadUserStacks(pid)
+		}
+	}
 	// Their mappings are kept read, and followed from before the -c
 	// ones run, so that their user stacks can be resolved after they
 	// exit.

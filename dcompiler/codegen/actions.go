@@ -264,9 +264,9 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 	}
 	if call.Fn == "stack" || call.Fn == "ustack" {
 		off, back := pg.recWindow(act.Args[0].Off, act.Args[0].Size)
-		pg.stackInto(act.Args[0].Type, regRecord, off)
+		err := pg.stackInto(act.Args[0].Type, regRecord, off)
 		back()
-		return nil
+		return err
 	}
 	if check.SymFuncs[call.Fn] != "" {
 		off, back := pg.recWindow(act.Args[0].Off, act.Args[0].Size)
@@ -321,8 +321,11 @@ func (pg *probeGen) recordingAction(call *ast.Call) error {
 		mark := pg.scratch
 		if d.Type.Kind == types.Stack {
 			off, back := pg.recWindow(d.Off, d.Size)
-			pg.stackInto(d.Type, regRecord, off) // printf's %k
+			err := pg.stackInto(d.Type, regRecord, off) // printf's %k
 			back()
+			if err != nil {
+				return err
+			}
 		} else if d.Type.IsString() {
 			off, back := pg.recWindow(d.Off, d.Type.Size)
 			if err := pg.strInto(a, regRecord, off, d.Type.Size); err != nil {

@@ -273,7 +273,9 @@ func (pg *probeGen) aggKey(l *AggLayout, keys []ast.Expr, off int) error {
 		d := l.Keys[i]
 		if d.Type.Kind == types.Stack {
 			// The type the key was laid out with: the deepest of its uses.
-			pg.stackInto(d.Type, regState, off+d.Off)
+			if err := pg.stackInto(d.Type, regState, off+d.Off); err != nil {
+				return err
+			}
 			continue
 		}
 		if d.Type.Kind == types.Sym {

@@ -241,7 +241,7 @@ func (pg *probeGen) ident(e *ast.Ident, t *types.Type) error {
 	case "vtimestamp":
 		return pg.taskField(e, []string{"se", "sum_exec_runtime"}, t)
 	case "caller", "ucaller", "stackdepth", "ustackdepth":
-		pg.stackVar(e.Name)
+		return pg.stackVar(e.Name)
 	default:
 		return pg.errorf(e.Pos, "%s is not supported here", e.Name)
 	}

@@ -15,12 +15,15 @@ const bpfUserStack = 1 << 8
 // and for a user stack the process id above it (see types.StackT). The
 // helper zero-fills what the stack does not, so equal stacks make equal
 // aggregation keys.
-func (pg *probeGen) stackInto(t *types.Type, base asm.Register, off int) {
+func (pg *probeGen) stackInto(t *types.Type, base asm.Register, off int) error {
 	if pg.isDTrace() {
 		// BEGIN, END and ERROR run inside dstar: their stacks would be
 		// dstar's own, which mean nothing to the user.
 		pg.zero(base, off, t.Size)
-		return
+		return nil
+	}
+	if t.User && unwinds() {
+		return pg.userStackInto(t, base, off)
 	}
 	pg.emit(asm.Mov.Reg(asm.R1, regCtx))
 	pg.addrOf(asm.R2, base, off+8)
@@ -44,6 +47,7 @@ func (pg *probeGen) stackInto(t *types.Type, base asm.Register, off int) {
 		pg.emit(asm.Or.Reg(asm.R0, asm.R1))
 	}
 	pg.emit(asm.StoreMem(base, int16(off), asm.R0, asm.DWord))
+	return nil
 }
 
 // symInto writes at base+off what sym( ) and its kin record (see

@@ -66,15 +66,15 @@ func rangesOf(funcs []string) []ksym.Extent {
 //
 // BEGIN, END and ERROR run inside dstar: their stacks mean nothing to the
 // user, so all four are 0 there.
-func (pg *probeGen) stackVar(name string) {
+func (pg *probeGen) stackVar(name string) error {
 	if pg.isDTrace() {
 		pg.emit(asm.Mov.Imm(asm.R0, 0))
-		return
+		return nil
 	}
 	user := name == "ucaller" || name == "ustackdepth"
 	if name == "ucaller" && pg.atUserEntry() {
 		pg.returnAddress()
-		return
+		return nil
 	}
 	if m := pg.opts.MaxFrames; m > 0 && (name == "stackdepth" || name == "ustackdepth") {
 		// -x maxframes: no walk goes deeper.
@@ -86,7 +86,10 @@ func (pg *probeGen) stackVar(name string) {
 	}
 	if !user {
 		pg.kernelStackVar(name == "caller")
-		return
+		return nil
+	}
+	if unwinds() {
+		return pg.userStackVar(name == "ucaller")
 	}
 	// ucaller: the second frame; ustackdepth: all of them.
 	frames, skip := 1, int32(1)
@@ -103,10 +106,11 @@ func (pg *probeGen) stackVar(name string) {
 		// The helper zero-fills what it does not write, and all of the
 		// buffer when it fails: no frame is PC 0.
 		pg.emit(asm.LoadMem(asm.R0, regState, int16(buf), asm.DWord))
-		return
+		return nil
 	}
 	pg.framesWritten()
 	pg.untilZero(buf)
+	return nil
 }
 
 // framesWritten turns bpf_get_stack's result in R0 (bytes written, or an

@@ -29,7 +29,7 @@ var Docs = []Doc{
 	{"s.printa(name=None)", "Prints aggregations (or the one named) exactly as dstar prints them at exit."},
 	{"s.clear(name)", "Empties an aggregation: later reads show only what was aggregated since."},
 	{"s.trunc(name, n)", "Keeps the n rows of an aggregation with the largest values (the smallest for negative n)."},
-	{"s.stats()", "A struct with `records` (delivered), `drops` (lost in buffers or in the script's queue) and `errors` (run-time faults)."},
+	{"s.stats()", "A struct with `records` (delivered), `drops` (lost in buffers or in the script's queue), `errors` (run-time faults) and `ustack_cuts` (user stacks cut short, each ending in a `[stack cut: …]` marker frame)."},
 	{"s.close()", "Fires END of every attached program, shows what it printed, and releases every kernel object."},
 	{"s.enablings", "The attached enablings."},
 	{"e.detach()", "Fires the program's END clauses, shows what they printed, and releases its kernel objects. Its last aggregation values stay readable through `s.aggregations()`."},

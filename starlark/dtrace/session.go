@@ -477,6 +477,8 @@ func (s *Session) stats(th *starlark.Thread, b *starlark.Builtin, args starlark.
 		"records": starlark.MakeUint64(st.Records),
 		"drops":   starlark.MakeUint64(st.Drops),
 		"errors":  starlark.MakeUint64(st.Errors),
+		// User stacks cut short (ending in a marker frame).
+		"ustack_cuts": starlark.MakeUint64(st.UStackCuts),
 	}), nil
 }
 

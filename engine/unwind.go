@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/dstar-trace/dstar/providers/cfi"
+	"github.com/dstar-trace/dstar/providers/procmaps"
+	"github.com/dstar-trace/dstar/providers/unwind"
+)
+
+// unwinder keeps the unwind tables of the processes whose user stacks an
+// enabling's programs walk: loaded when a walk notices a process it does
+// not know (or an address outside its known mappings: a library loaded
+// since), dropped when the process is gone.
+type unwinder struct {
+	tables *unwind.Tables
+	pids   *ebpf.Map
+	mu     sync.Mutex
+	// again holds the processes being loaded, true for one noticed
+	// again meanwhile.
+	again map[uint32]bool
+	// wait is, by process, how long walks wait before they may ask for
+	// its mappings again: short while it maps new code (a program
+	// starting), doubling while it does not (code no file maps: a JIT's).
+	wait map[uint32]time.Duration
+	wg   sync.WaitGroup
+	stop chan struct{}
+}
+
+// pruneEvery is how often the tables of exited processes are dropped.
+const pruneEvery = time.Second
+
+// The wait before a process may be noticed again: from minWait, doubled
+// up to maxWait while its mappings do not change.
+const (
+	minWait = time.Millisecond
+	maxWait = time.Second
+)
+
+// newUnwinder returns the unwinder of coll's walker maps, or nil when its
+// programs walk no user stack.
+func newUnwinder(coll *ebpf.Collection) *unwinder {
+	m, r, p := coll.Maps[unwind.MappingsMap], coll.Maps[unwind.RowsMap], coll.Maps[unwind.PidsMap]
+	if m == nil || r == nil || p == nil {
+		return nil
+	}
+	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, again: map[uint32]bool{},
+		wait: map[uint32]time.Duration{}, stop: make(chan struct{})}
+	u.wg.Add(1)
+	go u.prune()
+	return u
+}
+
+// notice (re)loads process pid's mappings, in the background: the
+// consumer never waits on ELF files. A notice that comes while its
+// process is being loaded makes the load run again when done: the
+// walks meanwhile saw code the load may have missed.
+func (u *unwinder) notice(pid uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, loading := u.again[pid]; loading {
+		u.again[pid] = true
+		return
+	}
+	select {
+	case <-u.stop:
+		return
+	default:
+	}
+	u.again[pid] = false
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for u.loadNoticed(pid) {
+		}
+	}()
+}
+
+// loadNoticed loads process pid's mappings and sets when its walks may
+// notice it again; it reports whether another notice came meanwhile.
+func (u *unwinder) loadNoticed(pid uint32) bool {
+	// Files that cannot be read are left out: walks through them end
+	// with a marker frame.
+	grew, err := u.tables.AddProcess(int(pid))
+	if errors.Is(err, procmaps.ErrNoProcess) {
+		u.forget(pid)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	wait := min(2*u.wait[pid], maxWait)
+	if grew || wait == 0 {
+		wait = minWait
+	}
+	u.wait[pid] = wait
+	if err == nil {
+		u.pids.Put(pid, ktime()+uint64(wait))
+	}
+	again := u.again[pid]
+	if again && err == nil {
+		u.again[pid] = false
+		return true
+	}
+	delete(u.again, pid)
+	return false
+}
+
+// forget drops an exited process's tables and its notice, so that a new
+// process given its pid is noticed again.
+func (u *unwinder) forget(pid uint32) {
+	u.tables.RemoveProcess(pid)
+	u.pids.Delete(pid)
+	u.mu.Lock()
+	delete(u.wait, pid)
+	u.mu.Unlock()
+}
+
+// ktime is the time as bpf_ktime_get_ns tells it (CLOCK_MONOTONIC).
+func ktime() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// prune drops, every pruneEvery, the tables of processes that have exited.
+func (u *unwinder) prune() {
+	defer u.wg.Done()
+	tick := time.NewTicker(pruneEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-tick.C:
+		}
+		var pid uint32
+		var at uint64
+		var gone []uint32
+		it := u.pids.Iterate()
+		for it.Next(&pid, &at) {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(int(pid))); errors.Is(err, os.ErrNotExist) {
+				gone = append(gone, pid)
+			}
+		}
+		for _, pid := range gone {
+			u.forget(pid)
+		}
+	}
+}
+
+// close stops loading and waits for loads under way.
+func (u *unwinder) close() {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	close(u.stop)
+	u.mu.Unlock()
+	u.wg.Wait()
+}
+
+// load loads process pid's tables now, and marks it known to the walks.
+func (u *unwinder) load(pid int) error {
+	if _, err := u.tables.AddProcess(pid); err != nil {
+		return err
+	}
+	return u.pids.Put(uint32(pid), ktime()+uint64(minWait))
+}
+
+// WalksUserStacks reports whether e's programs walk user stacks by
+// call-frame information, with tables LoadUserStacks can load ahead.
+func (e *Enabling) WalksUserStacks() bool { return e.unwind != nil }
+
+// LoadUserStacks loads the unwind tables of the files process pid maps
+// now, before its stacks are walked: a walk meeting a process it does not
+// know asks for its tables, and until they are loaded (a few
+// milliseconds) cuts its stacks short. Files that cannot be read are
+// left out; the error says which.
+func (e *Enabling) LoadUserStacks(pid int) error {
+	if e.unwind == nil {
+		return nil
+	}
+	return e.unwind.load(pid)
+}
+
+// ustackCuts counts e's user-stack walks that ended cut short (a marker
+// frame), over every CPU: 0 when its programs walk none, and once it is
+// closed (its counts are then the session's closedCuts).
+func (e *Enabling) ustackCuts() uint64 {
+	e.stateMu.Lock()
+	closed := e.closed
+	e.stateMu.Unlock()
+	if closed {
+		return 0
+	}
+	return e.readCuts()
+}
+
+// readCuts reads the walks' stop counters.
+func (e *Enabling) readCuts() uint64 {
+	if e.unwind == nil || e.coll == nil {
+		return 0
+	}
+	m := e.coll.Maps[unwind.StopsMap]
+	if m == nil {
+		return 0
+	}
+	var n uint64
+	for _, stop := range []cfi.Stop{cfi.StopNoMapping, cfi.StopNoRule, cfi.StopUnreadable} {
+		var perCPU []uint64
+		if err := m.Lookup(uint32(stop), &perCPU); err != nil {
+			continue
+		}
+		for _, v := range perCPU {
+			n += v
+		}
+	}
+	return n
+}
