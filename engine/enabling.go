@@ -312,10 +312,11 @@ func (e *Enabling) begin() error {
 func (e *Enabling) consume() {
 	defer e.consumer.Done()
 	wait := e.s.opts.SwitchRate
-	if len(e.Prog.Code.Records) == 0 {
-		// No action records anything, so only faults and drops can
-		// come: dtrace's own default rate reports them in time, and an
-		// agent whose programs only aggregate stays idle.
+	if len(e.Prog.Code.Records) == 0 && e.unwind == nil {
+		// No action records anything and no walk asks for unwind
+		// tables, so only faults and drops can come: dtrace's own
+		// default rate reports them in time, and an agent whose
+		// programs only aggregate stays idle.
 		wait = max(wait, time.Second)
 	}
 	var rec ringbuf.Record
