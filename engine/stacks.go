@@ -81,6 +81,7 @@ func stackFrames(b []byte, t *types.Type) (frames []string, pcs []uint64, pid in
 				// A walk cut short says why, in place of frames it
 				// could not find.
 				frames = append(frames, "[stack cut: "+stop.String()+"]")
+				pcs = append(pcs, 0)
 				break
 			}
 			// Code built without frame pointers sends the walk through

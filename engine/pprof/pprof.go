@@ -115,7 +115,7 @@ func Build(samples []Sample, t Type) *profile.Profile {
 				}
 				for i, f := range st.Frames {
 					var pc uint64
-					if st.PCs != nil {
+					if i < len(st.PCs) { // a cut stack's marker has no address
 						pc = st.PCs[i]
 					}
 					ps.Location = append(ps.Location, b.location(f, pc, st))
