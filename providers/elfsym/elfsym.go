@@ -3,7 +3,8 @@
 // user-space addresses (stack symbolisation), and the addresses of their
 // data objects, which USDT probe operands name (counter+8(%rip)).
 //
-// Symbols come from .symtab and .dynsym; a Go binary stripped of .symtab
+// Symbols come from .symtab and .dynsym, and in a file stripped of
+// .symtab from its MiniDebugInfo (see minidebug.go); a Go binary stripped of .symtab
 // (go build -ldflags=-s) still has its function table in .gopclntab, which
 // is read instead. Parsed files are cached per path, device, inode, size and
 // modification time, so a file is read once however many probes or stacks
@@ -36,6 +37,7 @@ const (
 	SymTab    Source = iota // .symtab
 	DynSym                  // .dynsym
 	GoPCLNTab               // .gopclntab (Go binaries without .symtab)
+	MiniDebug               // .gnu_debugdata's .symtab (MiniDebugInfo)
 )
 
 func (s Source) String() string {
@@ -46,6 +48,8 @@ func (s Source) String() string {
 		return ".dynsym"
 	case GoPCLNTab:
 		return ".gopclntab"
+	case MiniDebug:
+		return ".gnu_debugdata"
 	}
 	return "?"
 }
@@ -73,6 +77,9 @@ type File struct {
 	Sym  SymbolState // whether it has .symtab
 	// BuildID is the file's GNU build ID (.note.gnu.build-id), or nil.
 	BuildID []byte
+	// MiniDebug: the stripped file's local functions were read from its
+	// MiniDebugInfo (.gnu_debugdata).
+	MiniDebug bool
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -87,7 +94,8 @@ const (
 	// Full: the file has .symtab, every function is named.
 	Full SymbolState = iota
 	// DynamicOnly: stripped of .symtab; only exported (.dynsym) functions,
-	// or, for Go, the .gopclntab functions, are named.
+	// those its MiniDebugInfo names, or, for Go, the .gopclntab
+	// functions, are named.
 	DynamicOnly
 	// None: no function symbols at all.
 	None
@@ -292,6 +300,13 @@ func parse(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: reading .dynsym: %w", path, err)
 	}
 	add(dyn, DynSym)
+	if !hasSymtab {
+		// A corrupt MiniDebugInfo leaves the file's other symbols
+		// usable: only its local functions go unnamed.
+		mini, _ := miniDebugSymbols(ef)
+		add(mini, MiniDebug)
+		f.MiniDebug = len(mini) > 0
+	}
 	if !hasSymtab && f.Go {
 		gs, err := goFuncs(ef)
 		if err != nil {
