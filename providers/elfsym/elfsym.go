@@ -20,11 +20,9 @@ package elfsym
 import (
 	"debug/elf"
 	"debug/gosym"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -80,6 +78,10 @@ type File struct {
 	// MiniDebug: the stripped file's local functions were read from its
 	// MiniDebugInfo (.gnu_debugdata).
 	MiniDebug bool
+	// debugLink is the name .gnu_debuglink gives the file's separate
+	// debug file, and debugCRC that file's CRC-32.
+	debugLink string
+	debugCRC  uint32
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -259,6 +261,7 @@ func parse(path string) (*File, error) {
 	}
 	f.Go = ef.Section(".gopclntab") != nil
 	f.BuildID = buildID(ef)
+	f.debugLink, f.debugCRC = debugLink(ef)
 
 	type key struct {
 		name  string
@@ -388,20 +391,3 @@ func buildID(ef *elf.File) []byte {
 	}
 	return b[desc : desc+descsz]
 }
-
-// DebugFile returns the symbols of f's separate debug file, installed by
-// a distribution's debug package under /usr/lib/debug/.build-id by f's
-// build ID: a stripped library's local functions (libc's
-// __libc_start_call_main) are named only there. Its symbols have f's
-// virtual addresses. It fails when f has no build ID or no debug file is
-// installed.
-func DebugFile(f *File) (*File, error) {
-	if len(f.BuildID) < 2 {
-		return nil, fmt.Errorf("%s: no build ID", f.Path)
-	}
-	id := hex.EncodeToString(f.BuildID)
-	return Open(filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
-}
-
-// debugDir is where debug files are installed.
-const debugDir = "/usr/lib/debug"
