@@ -8,6 +8,7 @@ require (
 	github.com/peterh/liner v1.2.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/exporter-toolkit v0.20.0
+	github.com/ulikunitz/xz v0.5.17
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/crypto v0.57.0
 	golang.org/x/sys v0.50.0

@@ -3,7 +3,8 @@
 // user-space addresses (stack symbolisation), and the addresses of their
 // data objects, which USDT probe operands name (counter+8(%rip)).
 //
-// Symbols come from .symtab and .dynsym; a Go binary stripped of .symtab
+// Symbols come from .symtab and .dynsym, and in a file stripped of
+// .symtab from its MiniDebugInfo (see minidebug.go); a Go binary stripped of .symtab
 // (go build -ldflags=-s) still has its function table in .gopclntab, which
 // is read instead. Parsed files are cached per path, device, inode, size and
 // modification time, so a file is read once however many probes or stacks
@@ -19,11 +20,9 @@ package elfsym
 import (
 	"debug/elf"
 	"debug/gosym"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -36,6 +35,7 @@ const (
 	SymTab    Source = iota // .symtab
 	DynSym                  // .dynsym
 	GoPCLNTab               // .gopclntab (Go binaries without .symtab)
+	MiniDebug               // .gnu_debugdata's .symtab (MiniDebugInfo)
 )
 
 func (s Source) String() string {
@@ -46,6 +46,8 @@ func (s Source) String() string {
 		return ".dynsym"
 	case GoPCLNTab:
 		return ".gopclntab"
+	case MiniDebug:
+		return ".gnu_debugdata"
 	}
 	return "?"
 }
@@ -73,6 +75,13 @@ type File struct {
 	Sym  SymbolState // whether it has .symtab
 	// BuildID is the file's GNU build ID (.note.gnu.build-id), or nil.
 	BuildID []byte
+	// MiniDebug: the stripped file's local functions were read from its
+	// MiniDebugInfo (.gnu_debugdata).
+	MiniDebug bool
+	// debugLink is the name .gnu_debuglink gives the file's separate
+	// debug file, and debugCRC that file's CRC-32.
+	debugLink string
+	debugCRC  uint32
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -87,7 +96,8 @@ const (
 	// Full: the file has .symtab, every function is named.
 	Full SymbolState = iota
 	// DynamicOnly: stripped of .symtab; only exported (.dynsym) functions,
-	// or, for Go, the .gopclntab functions, are named.
+	// those its MiniDebugInfo names, or, for Go, the .gopclntab
+	// functions, are named.
 	DynamicOnly
 	// None: no function symbols at all.
 	None
@@ -251,6 +261,7 @@ func parse(path string) (*File, error) {
 	}
 	f.Go = ef.Section(".gopclntab") != nil
 	f.BuildID = buildID(ef)
+	f.debugLink, f.debugCRC = debugLink(ef)
 
 	type key struct {
 		name  string
@@ -292,6 +303,13 @@ func parse(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: reading .dynsym: %w", path, err)
 	}
 	add(dyn, DynSym)
+	if !hasSymtab {
+		// A corrupt MiniDebugInfo leaves the file's other symbols
+		// usable: only its local functions go unnamed.
+		mini, _ := miniDebugSymbols(ef)
+		add(mini, MiniDebug)
+		f.MiniDebug = len(mini) > 0
+	}
 	if !hasSymtab && f.Go {
 		gs, err := goFuncs(ef)
 		if err != nil {
@@ -373,20 +391,3 @@ func buildID(ef *elf.File) []byte {
 	}
 	return b[desc : desc+descsz]
 }
-
-// DebugFile returns the symbols of f's separate debug file, installed by
-// a distribution's debug package under /usr/lib/debug/.build-id by f's
-// build ID: a stripped library's local functions (libc's
-// __libc_start_call_main) are named only there. Its symbols have f's
-// virtual addresses. It fails when f has no build ID or no debug file is
-// installed.
-func DebugFile(f *File) (*File, error) {
-	if len(f.BuildID) < 2 {
-		return nil, fmt.Errorf("%s: no build ID", f.Path)
-	}
-	id := hex.EncodeToString(f.BuildID)
-	return Open(filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
-}
-
-// debugDir is where debug files are installed.
-const debugDir = "/usr/lib/debug"
