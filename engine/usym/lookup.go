@@ -31,8 +31,8 @@ func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
 		return loc
 	}
 	sym, ok := sf.f.ByAddress(v)
-	if !ok && sf.debug != nil {
-		sym, ok = sf.debug.ByAddress(v)
+	if d := sf.debugFile(); !ok && d != nil {
+		sym, ok = d.ByAddress(v)
 	}
 	if ok {
 		loc.Func, loc.Offset = sym.Name, v-sym.Value

@@ -10,14 +10,24 @@
 // is made (procmaps.Follow), so that a program that exits before the next
 // reading still has its libraries known. Any other process that has gone
 // gets its frames as bare addresses.
+//
+// A stripped file's local functions are named from its MiniDebugInfo or
+// its separate debug file (elfsym.DebugFile), or else from the one a
+// debuginfod server has (DEBUGINFOD_URLS): fetched in the background,
+// into debuginfod-client's cache, and used by the frames named after it
+// has arrived.
 package usym
 
 import (
+	"bytes"
+	"context"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers/debuginfod"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
 )
@@ -36,6 +46,17 @@ type Symbolizer struct {
 	// version with stat): a profile has hundreds of thousands of frames
 	// in a few dozen files.
 	files map[fileKey]*symFile
+	// debuginfod fetches stripped files' debug files in the background
+	// (nil: DEBUGINFOD_URLS names no server); fetches are those begun,
+	// by build ID, each tried once.
+	debuginfod *debuginfod.Client
+	fetches    map[string]*fetch
+}
+
+// fetch is a debug file being fetched from debuginfod: debug is set once
+// it has arrived, and frames named from then on use it.
+type fetch struct {
+	debug atomic.Pointer[elfsym.File]
 }
 
 // fileKey names one mapped file.
@@ -46,9 +67,19 @@ type fileKey struct {
 }
 
 // symFile is a mapped file's symbols, nil when it cannot be read, and
-// those of its debug file, if any.
+// those of its debug file, if any: installed, or being fetched.
 type symFile struct {
 	f, debug *elfsym.File
+	fetched  *fetch
+}
+
+// debugFile returns the symbols of sf's debug file, as far as they are
+// known yet.
+func (sf *symFile) debugFile() *elfsym.File {
+	if sf.debug == nil && sf.fetched != nil {
+		return sf.fetched.debug.Load()
+	}
+	return sf.debug
 }
 
 // maxFiles bounds files: past it the cache starts again. It is also
@@ -76,7 +107,8 @@ const refresh = 100 * time.Millisecond
 // New returns an empty Symbolizer.
 func New() *Symbolizer {
 	return &Symbolizer{procs: map[int]*process{}, followers: map[*procmaps.Follower]map[int]bool{},
-		files: map[fileKey]*symFile{}, pruned: time.Now()}
+		files: map[fileKey]*symFile{}, pruned: time.Now(),
+		debuginfod: debuginfod.FromEnv(), fetches: map[string]*fetch{}}
 }
 
 // Watch keeps process pid's mappings current until it exits (or stop is
@@ -226,9 +258,12 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 	if f, err := elfsym.Open(m.Path); err == nil {
 		sf.f = f
 		// A stripped library's local functions are named only in its
-		// debug file, when one is installed.
+		// debug file, when one is installed or a debuginfod has it.
 		if f.Stripped() {
 			sf.debug, _ = elfsym.DebugFile(f)
+			if sf.debug == nil {
+				sf.debug, sf.fetched = s.fromDebuginfod(f)
+			}
 		}
 	}
 	s.mu.Lock()
@@ -238,6 +273,40 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 	s.files[k] = sf
 	s.mu.Unlock()
 	return sf
+}
+
+// fromDebuginfod returns f's debug file from the debuginfod cache, or
+// else the fetch, begun in the background on first asking, that will
+// bring it: a frame is never held up by a server, so the frames named
+// before it answers go without the debug file's names.
+func (s *Symbolizer) fromDebuginfod(f *elfsym.File) (*elfsym.File, *fetch) {
+	c := s.debuginfod
+	if c == nil || len(f.BuildID) == 0 {
+		return nil, nil
+	}
+	if p, ok := c.Cached(f.BuildID); ok {
+		if d, err := elfsym.Open(p); err == nil && bytes.Equal(d.BuildID, f.BuildID) {
+			return d, nil
+		}
+	}
+	id := string(f.BuildID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fe := s.fetches[id]; fe != nil {
+		return nil, fe
+	}
+	fe := &fetch{}
+	s.fetches[id] = fe
+	go func() {
+		p, err := c.Fetch(context.Background(), f.BuildID)
+		if err != nil {
+			return // tried once: its frames stay as the file names them
+		}
+		if d, err := elfsym.Open(p); err == nil && bytes.Equal(d.BuildID, f.BuildID) {
+			fe.debug.Store(d)
+		}
+	}()
+	return nil, fe
 }
 
 // mapping finds the mapping of pid holding pc, reading the mappings again

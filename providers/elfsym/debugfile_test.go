@@ -24,12 +24,7 @@ func splitDebug(t *testing.T, dir, name string, link bool, flags ...string) (pro
 	if !ok {
 		t.Fatal("no hidden in the unstripped program")
 	}
-	run(t, dir, "objcopy", "--only-keep-debug", name, name+".debug")
-	run(t, dir, "strip", "--strip-all", name)
-	if link {
-		run(t, dir, "objcopy", "--add-gnu-debuglink="+name+".debug", name)
-	}
-	return prog, filepath.Join(dir, name+".debug"), s.Value
+	return prog, bpftest.SplitDebug(t, prog, link), s.Value
 }
 
 // withDebugDir points debugDir at a fresh directory for one test.
