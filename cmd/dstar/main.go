@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/engine/sink"
 )
 
 // version is what -V prints: the D API version, as dtrace prints it
@@ -25,7 +26,7 @@ const version, dstarVersion = "Oracle D 2.0", "dstar 0.1"
 func init() { runtime.LockOSThread() }
 
 func main() {
-	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args, sink.Stdout(), os.Stderr))
 }
 
 // progName is the name messages carry: the name dstar was invoked as, so
