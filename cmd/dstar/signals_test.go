@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,6 +216,7 @@ s.run()
 		{"aggregations", `exec "$@" >/dev/full`, []string{"-q", "-n", `tick-10ms { @[i++] = count(); } tick-50ms { exit(0); }`}, full, false},
 		{"list", `exec "$@" >/dev/full`, []string{"-l", "-n", "syscall:::entry"}, full, false},
 		{"starlark print", `exec "$@" >/dev/full`, []string{"run", script}, full, false},
+		{"repl", `printf 'print(1)\nprint(2)\n' | "$@" >/dev/full`, []string{"repl"}, full, false},
 		{"starlark session", `exec "$@" >/dev/full`, []string{"run", session}, full, false},
 		{"flame graph", `exec "$@"`, []string{"tool", "profile", "-d", "0.2", "--svg", "/dev/full"},
 			"dtrace.flamegraph: failed to write to /dev/full: No space left on device\n", true},
@@ -249,5 +251,79 @@ s.run()
 				t.Errorf("stdout: %q", out.String())
 			}
 		})
+	}
+}
+
+// TestScriptSignals: a `dstar run` script and the REPL, signalled while a
+// session traces, release every kernel object: SIGINT ends the blocking
+// s.run() and the script goes on (status 0); SIGTERM ends s.run() in a
+// script and ends the REPL (status 1); SIGHUP kills either.
+func TestScriptSignals(t *testing.T) {
+	bpftest.Require(t)
+	code := `s = dtrace.session()
+s.attach(r'syscall::getpid:entry { @ = count(); } tick-10ms /i++ == 0/ { printf("ready\n"); }')
+s.run()
+print("after run")
+`
+	script := filepath.Join(t.TempDir(), "sig.star")
+	os.WriteFile(script, []byte(code), 0o644)
+	for _, mode := range []string{"run", "repl"} {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+			t.Run(mode+"/"+sig.String(), func(t *testing.T) {
+				before := probeEvents()
+				var cmd *exec.Cmd
+				var stdin io.WriteCloser
+				if mode == "run" {
+					cmd = exec.Command(dstarBin, "run", script)
+				} else {
+					cmd = exec.Command(dstarBin, "repl")
+					cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+					var err error
+					if stdin, err = cmd.StdinPipe(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var out, errb bpftest.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer cmd.Process.Kill()
+				if stdin != nil {
+					io.WriteString(stdin, code)
+				}
+				waitFor(t, &out, "ready")
+				objs := objectsOf(t, cmd.Process.Pid)
+				if len(objs.progs) == 0 || objs.perfEvents == 0 {
+					t.Fatalf("dstar holds no programs or perf events to check: %+v", objs)
+				}
+				cmd.Process.Signal(sig)
+				if sig != syscall.SIGHUP && !(mode == "repl" && sig == syscall.SIGTERM) {
+					waitFor(t, &out, "after run")
+				}
+				if stdin != nil {
+					stdin.Close()
+				}
+				err := cmd.Wait()
+				var ee *exec.ExitError
+				errors.As(err, &ee)
+				switch {
+				case sig == syscall.SIGHUP:
+					if ee == nil || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGHUP {
+						t.Errorf("after SIGHUP: %v, want killed by SIGHUP", err)
+					}
+				case mode == "repl" && sig == syscall.SIGTERM:
+					if ee == nil || ee.ExitCode() != 1 {
+						t.Errorf("exit: %v, want status 1\nstderr:\n%s", err, errb.String())
+					}
+				case err != nil:
+					t.Errorf("exit: %v, want status 0\nstderr:\n%s", err, errb.String())
+				}
+				objs.gone(t)
+				if after := probeEvents(); after != before {
+					t.Errorf("probe events changed:\nbefore:\n%s\nafter:\n%s", before, after)
+				}
+			})
+		}
 	}
 }

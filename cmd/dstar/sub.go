@@ -51,7 +51,7 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 // runREPL runs the REPL, with line editing when stdin is a terminal.
 func runREPL(prog string, stdout, stderr io.Writer) int {
 	return repl.Run(repl.Options{
-		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog,
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName(),
 		Terminal: repl.IsTerminal(os.Stdin) && repl.IsTerminal(os.Stdout),
 	})
 }
