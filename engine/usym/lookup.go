@@ -7,6 +7,7 @@ import (
 
 // Location is where an address of a process lies, as far as it is known:
 // Module is empty when no file maps it, Func when no symbol holds it.
+// Func is demangled (see Demangle).
 type Location struct {
 	Module string // the mapped file's base name
 	Func   string
@@ -35,7 +36,7 @@ func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
 		sym, ok = d.ByAddress(v)
 	}
 	if ok {
-		loc.Func, loc.Offset = sym.Name, v-sym.Value
+		loc.Func, loc.Offset = Demangle(sym.Name), v-sym.Value
 	}
 	return loc
 }
