@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,4 +85,76 @@ func TestUStackDemangled(t *testing.T) {
 	if !strings.Contains(r.stdout, "cxxprog`shapes::Box<int>::measure ") {
 		t.Errorf("usym( ) key not demangled:\n%s", r.stdout)
 	}
+}
+
+// rustSrc calls getppid (std's parent_id) from a method of a generic
+// struct in a module, 20 times, 20 ms apart.
+const rustSrc = `
+mod shapes {
+    pub struct Boxed<T> { pub v: T }
+    impl<T: Copy + Into<u64>> Boxed<T> {
+        #[inline(never)]
+        pub fn measure(&self) -> u64 { std::os::unix::process::parent_id() as u64 + self.v.into() }
+    }
+}
+#[inline(never)]
+fn visit(b: &shapes::Boxed<u32>) -> u64 { b.measure() }
+fn main() {
+    let b = shapes::Boxed { v: 1u32 };
+    let mut n = 0;
+    for _ in 0..20 { n += visit(&b); std::thread::sleep(std::time::Duration::from_millis(20)); }
+    std::process::exit((n == 0) as i32);
+}
+`
+
+// TestUStackRustDemangled: a Rust program's frames are demangled in both
+// of rustc's manglings, legacy (the hash dropped) and v0, as perf names
+// them. Without rustc it skips: TestDemangle in engine/usym covers both
+// manglings on known names.
+func TestUStackRustDemangled(t *testing.T) {
+	bpftest.Require(t)
+	rustc, err := exec.LookPath("rustc")
+	if err != nil {
+		home, _ := os.UserHomeDir()
+		if rustc = filepath.Join(home, ".cargo", "bin", "rustc"); !isFile(rustc) {
+			t.Skip("rustc is not installed")
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.rs"), []byte(rustSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ mangling, want string }{
+		{"legacy", "r::shapes::Boxed<T>::measure"},
+		{"v0", "<r::shapes::Boxed<u32>>::measure"},
+	} {
+		t.Run(tc.mangling, func(t *testing.T) {
+			name := "rust" + tc.mangling
+			args := []string{"-C", "force-frame-pointers=yes", "-o", name, "r.rs"}
+			if tc.mangling != "legacy" { // the default; naming it needs -Z on stable
+				args = append(args, "-C", "symbol-mangling-version="+tc.mangling)
+			}
+			cmd := exec.Command(rustc, args...)
+			cmd.Dir = dir
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("rustc: %v\n%s", err, b)
+			}
+			stacks := getppidStacks(t, filepath.Join(dir, name))
+			want := regexp.MustCompile("(?m)^ *" + name + "`" + regexp.QuoteMeta(tc.want) + "\\+0x[0-9a-f]+$")
+			n := 0
+			for _, s := range stacks {
+				if want.MatchString(s) {
+					n++
+				}
+			}
+			if len(stacks) == 0 || n < len(stacks)/2 {
+				t.Errorf("%d of %d stacks name %s:\n%s", n, len(stacks), tc.want, strings.Join(stacks, "\n--\n"))
+			}
+		})
+	}
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
