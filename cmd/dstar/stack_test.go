@@ -240,11 +240,12 @@ func main() { outer(300 * time.Millisecond) }
 
 // TestGoUserStack: a profile of a Go program names its functions from
 // the Go symbol table, callee first: inner above outer above main, in a
-// binary with .symtab and in one stripped to its .gopclntab.
+// binary with .symtab and in ones stripped to their .gopclntab (-s, and
+// -s -w, without DWARF either).
 func TestGoUserStack(t *testing.T) {
 	bpftest.Require(t)
 	dir := t.TempDir()
-	for _, tc := range []struct{ name, ldflags string }{{"gofull", ""}, {"gostripped", "-s"}} {
+	for _, tc := range []struct{ name, ldflags string }{{"gofull", ""}, {"gostripped", "-s"}, {"gostripw", "-s -w"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			prog := bpftest.BuildGo(t, dir, tc.name, goChain, "-ldflags="+tc.ldflags)
 			r := dstar(t, 60*time.Second, "-q", "-c", prog, "-n",
