@@ -82,6 +82,8 @@ type File struct {
 	// debug file, and debugCRC that file's CRC-32.
 	debugLink string
 	debugCRC  uint32
+	// dwarf: the file has .debug_info (see InlineChain).
+	dwarf bool
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -260,6 +262,9 @@ func parse(path string) (*File, error) {
 		}
 	}
 	f.Go = ef.Section(".gopclntab") != nil
+	if s := ef.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+		f.dwarf = true
+	}
 	f.BuildID = buildID(ef)
 	f.debugLink, f.debugCRC = debugLink(ef)
 
