@@ -158,3 +158,58 @@ func isFile(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
 }
+
+// inlineSrc has depth3 inlined into depth2 and depth2 into outer at -O2,
+// so that getppid is called from all three at once; 20 calls, 20 ms
+// apart.
+const inlineSrc = `
+#include <unistd.h>
+static int depth3(int x) { return getppid() + x; }
+static int depth2(int x) { return depth3(x * 2) + 1; }
+__attribute__((noinline)) int outer(int x) { return depth2(x + 1) * 3; }
+int main(void) {
+	int n = 0;
+	for (int i = 0; i < 20; i++) { n += outer(i); usleep(20000); }
+	return n == 0;
+}
+`
+
+// TestUStackInlined: in a program built -O2 -g, the functions inlined
+// where getppid is called show as frames of their own, innermost first,
+// as perf shows them (depth3, depth2, then outer, which they are inlined
+// into); -x noinline shows only outer; and a build without DWARF has no
+// inlined frames.
+func TestUStackInlined(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "inl", inlineSrc, "-O2", "-g")
+	inlined := regexp.MustCompile("(?m)^ *inl`depth3 \\(inlined\\)\n *inl`depth2 \\(inlined\\)\n *inl`outer\\+0x[0-9a-f]+\n *inl`main\\+0x[0-9a-f]+$")
+	count := func(stacks []string, re *regexp.Regexp) int {
+		n := 0
+		for _, s := range stacks {
+			if re.MatchString(s) {
+				n++
+			}
+		}
+		return n
+	}
+	stacks := getppidStacks(t, prog)
+	if n := count(stacks, inlined); len(stacks) == 0 || n < len(stacks)/2 {
+		t.Errorf("%d of %d stacks show depth3 and depth2 inlined into outer:\n%s", n, len(stacks), strings.Join(stacks, "\n--\n"))
+	}
+
+	plain := regexp.MustCompile("(?m)^ *libc.so.6`getppid\\+0x[0-9a-f]+\n *inl`outer\\+0x[0-9a-f]+\n *inl`main\\+0x[0-9a-f]+$")
+	r := dstar(t, 60*time.Second, "-q", "-x", "noinline", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { ustack(); printf("--\n"); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "(inlined)") || !plain.MatchString(r.stdout) {
+		t.Errorf("-x noinline:\n%s", r.stdout)
+	}
+
+	stripped := bpftest.BuildC(t, dir, "inlnodwarf", inlineSrc, "-O2")
+	if s := getppidStacks(t, stripped); len(s) == 0 || strings.Contains(strings.Join(s, "\n"), "(inlined)") {
+		t.Errorf("without DWARF:\n%s", strings.Join(s, "\n--\n"))
+	}
+}

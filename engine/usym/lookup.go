@@ -18,18 +18,25 @@ type Location struct {
 // uaddr( ) print, and Frame renders as a stack frame. A stripped file's
 // local functions are named from its debug file, when one is installed.
 func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
+	loc, _, _ := s.locate(pid, pc)
+	return loc
+}
+
+// locate finds where pc lies in process pid, and the symbols of the file
+// mapped there (nil if none) with pc's virtual address in it.
+func (s *Symbolizer) locate(pid int, pc uint64) (Location, *symFile, uint64) {
 	m, ok := s.mapping(pid, pc)
 	if !ok || !m.IsFile() {
-		return Location{}
+		return Location{}, nil, 0
 	}
 	loc := Location{Module: filepath.Base(m.Path)}
 	sf := s.file(m)
 	if sf.f == nil {
-		return loc
+		return loc, nil, 0
 	}
 	v, err := sf.f.Address(m.FileOffset(pc))
 	if err != nil {
-		return loc
+		return loc, nil, 0
 	}
 	sym, ok := sf.f.ByAddress(v)
 	if d := sf.debugFile(); !ok && d != nil {
@@ -38,7 +45,44 @@ func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
 	if ok {
 		loc.Func, loc.Offset = Demangle(sym.Name), v-sym.Value
 	}
-	return loc
+	return loc, sf, v
+}
+
+// InlinedMark ends a frame naming a function inlined at the address of
+// the frame after it.
+const InlinedMark = " (inlined)"
+
+// Frames renders pc as Frame does, preceded, when inline is set, by the
+// functions the compiler inlined there, innermost first, as perf shows
+// them: module`function (inlined). They come from the DWARF of the file
+// or of its debug file. ret says pc is a return address (every frame of
+// a stack but the first): the call it returns from, just before it, is
+// what was inlined, for the call may be the inlined copy's last
+// instruction.
+func (s *Symbolizer) Frames(pid int, pc uint64, ret, inline bool) []string {
+	loc, sf, v := s.locate(pid, pc)
+	frame := render(loc, pc)
+	if !inline || sf == nil || loc.Func == "" {
+		return []string{frame}
+	}
+	if ret && v > 0 {
+		v--
+	}
+	f := sf.f
+	if !f.HasDWARF() {
+		if f = sf.debugFile(); f == nil || !f.HasDWARF() {
+			return []string{frame}
+		}
+	}
+	chain := f.InlineChain(v)
+	if len(chain) == 0 {
+		return []string{frame}
+	}
+	out := make([]string, 0, len(chain)+1)
+	for _, name := range chain {
+		out = append(out, loc.Module+"`"+Demangle(name)+InlinedMark)
+	}
+	return append(out, frame)
 }
 
 // Mapped is the file mapping that holds an address, for profiles that

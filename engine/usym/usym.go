@@ -233,7 +233,11 @@ func (s *Symbolizer) reread(pid int) bool {
 // Frame renders pc in process pid: module`function+0xoff, module`0xaddr
 // when the module is known but not the function, or the bare address.
 func (s *Symbolizer) Frame(pid int, pc uint64) string {
-	loc := s.Lookup(pid, pc)
+	return render(s.Lookup(pid, pc), pc)
+}
+
+// render renders pc, found at loc, as a stack frame.
+func render(loc Location, pc uint64) string {
 	switch {
 	case loc.Module == "":
 		return "0x" + strconv.FormatUint(pc, 16)

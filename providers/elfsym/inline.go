@@ -291,30 +291,43 @@ func (t *inlineFile) readUnit(off dwarf.Offset) *unitInlines {
 // DWARF before version 4, which older compilers still write.
 const attrMIPSLinkageName dwarf.Attr = 0x2007
 
-// entryName names the function entry off describes: its linkage name
+// entryName names the function entry off describes: by a linkage name
 // (a C++ or Rust function's mangled name, which says its class and
-// namespace), else its name, else that of the declaration or abstract
-// instance it refers to, up to hops references away.
+// namespace) on it or on the declaration or abstract instance it refers
+// to, up to hops references away; else by its plain name.
 func entryName(r *dwarf.Reader, off dwarf.Offset, hops int) string {
+	linkage, name := entryNames(r, off, hops)
+	if linkage != "" {
+		return linkage
+	}
+	return name
+}
+
+func entryNames(r *dwarf.Reader, off dwarf.Offset, hops int) (linkage, name string) {
 	r.Seek(off)
 	e, err := r.Next()
 	if err != nil || e == nil {
-		return ""
+		return "", ""
 	}
-	for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, attrMIPSLinkageName, dwarf.AttrName} {
+	for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, attrMIPSLinkageName} {
 		if n, ok := e.Val(a).(string); ok && n != "" {
-			return n
+			return n, ""
 		}
 	}
+	name, _ = e.Val(dwarf.AttrName).(string)
 	if hops == 0 {
-		return ""
+		return "", name
 	}
 	for _, a := range []dwarf.Attr{dwarf.AttrSpecification, dwarf.AttrAbstractOrigin} {
 		if ref, ok := e.Val(a).(dwarf.Offset); ok {
-			if n := entryName(r, ref, hops-1); n != "" {
-				return n
+			l, n := entryNames(r, ref, hops-1)
+			if l != "" {
+				return l, ""
+			}
+			if name == "" {
+				name = n
 			}
 		}
 	}
-	return ""
+	return "", name
 }
