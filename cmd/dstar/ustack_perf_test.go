@@ -139,7 +139,8 @@ func TestUStackAgainstPerf(t *testing.T) {
 			dir := t.TempDir()
 			cmdline := w.build(t, dir)
 			data := filepath.Join(dir, "perf.data")
-			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-c",
+			// perf script runs --no-inline: so does dstar.
+			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-x", "noinline", "-c",
 				fmt.Sprintf("%s record -q -F 997 --call-graph dwarf -o %s -- %s", perf, data, cmdline), "-n",
 				fmt.Sprintf(`profile-997 /execname == "%s"/ { @[ustack()] = count(); }`, w.comm))
 			if r.code != 0 {
