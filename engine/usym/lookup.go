@@ -65,24 +65,41 @@ func (s *Symbolizer) Frames(pid int, pc uint64, ret, inline bool) []string {
 	if !inline || sf == nil || loc.Func == "" {
 		return []string{frame}
 	}
+	chain := sf.inlinedAt(v, ret, loc.Module)
+	out := make([]string, 0, len(chain)+1)
+	return append(append(out, chain...), frame)
+}
+
+// inlinedAt returns the frames of the functions inlined at virtual
+// address v of the file (module is its name), innermost first, through
+// the file's cache.
+func (sf *symFile) inlinedAt(v uint64, ret bool, module string) []string {
+	k := inlineKey{v, ret}
+	sf.mu.Lock()
+	chain, ok := sf.inlined[k]
+	sf.mu.Unlock()
+	if ok {
+		return chain
+	}
 	if ret && v > 0 {
 		v--
 	}
 	f := sf.f
 	if !f.HasDWARF() {
-		if f = sf.debugFile(); f == nil || !f.HasDWARF() {
-			return []string{frame}
+		f = sf.debugFile()
+	}
+	if f != nil && f.HasDWARF() {
+		for _, name := range f.InlineChain(v) {
+			chain = append(chain, module+"`"+Demangle(name)+InlinedMark)
 		}
 	}
-	chain := f.InlineChain(v)
-	if len(chain) == 0 {
-		return []string{frame}
+	sf.mu.Lock()
+	if sf.inlined == nil || len(sf.inlined) >= maxInlined {
+		sf.inlined = map[inlineKey][]string{}
 	}
-	out := make([]string, 0, len(chain)+1)
-	for _, name := range chain {
-		out = append(out, loc.Module+"`"+Demangle(name)+InlinedMark)
-	}
-	return append(out, frame)
+	sf.inlined[k] = chain
+	sf.mu.Unlock()
+	return chain
 }
 
 // Mapped is the file mapping that holds an address, for profiles that

@@ -71,7 +71,20 @@ type fileKey struct {
 type symFile struct {
 	f, debug *elfsym.File
 	fetched  *fetch
+	// inlined caches the inlined frames at the file's addresses (see
+	// Frames): a profile meets the same few addresses again and again.
+	mu      sync.Mutex
+	inlined map[inlineKey][]string
 }
+
+type inlineKey struct {
+	addr uint64
+	ret  bool
+}
+
+// maxInlined bounds a file's inlined cache: past it the cache starts
+// again.
+const maxInlined = 1 << 12
 
 // debugFile returns the symbols of sf's debug file, as far as they are
 // known yet.

@@ -3,6 +3,7 @@ package elfsym
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -73,7 +74,8 @@ func (f *File) InlineChain(addr uint64) []string {
 	}
 	rs := u.ranges
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].lo > addr }) - 1
-	var hit []inlineRange
+	var buf [8]inlineRange
+	hit := buf[:0]
 	// Ranges nest: those holding addr start at or before it, and the
 	// walk back stops where no earlier range reaches past it.
 	for ; i >= 0 && u.reach[i] > addr; i-- {
@@ -84,7 +86,7 @@ func (f *File) InlineChain(addr uint64) []string {
 	if len(hit) == 0 {
 		return nil
 	}
-	sort.SliceStable(hit, func(a, b int) bool { return hit[a].depth > hit[b].depth })
+	slices.SortStableFunc(hit, func(a, b inlineRange) int { return int(b.depth) - int(a.depth) })
 	out := make([]string, len(hit))
 	for j, r := range hit {
 		out[j] = t.names[r.name]

@@ -3,6 +3,7 @@ package elfsym
 import (
 	"debug/elf"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
@@ -144,6 +145,19 @@ func BenchmarkInlinesLibc(b *testing.B) {
 			n += len(t.unit(u.lo).ranges)
 		}
 	}
+	// What holding it costs: the heap it keeps alive.
+	var before, after runtime.MemStats
+	t = nil
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	t = openInlines(d.Path)
+	for _, u := range t.units {
+		t.unit(u.lo)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc), "heldbytes")
+	runtime.KeepAlive(t)
 	b.ReportMetric(float64(t.bytes), "dwarfbytes")
 	b.ReportMetric(float64(n), "ranges")
 	b.ReportMetric(float64(len(t.units)), "units")
@@ -166,5 +180,20 @@ func BenchmarkInlineChainLibc(b *testing.B) {
 	for b.Loop() {
 		d.InlineChain(addrs[i%len(addrs)])
 		i += 7
+	}
+}
+
+// BenchmarkInlineFirstLibc: the first inlined-frame lookup in libc: its
+// DWARF opened, the units' ranges read, and one unit's copies.
+func BenchmarkInlineFirstLibc(b *testing.B) {
+	d := libcDebug(b)
+	lib, _ := Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	qsort, ok := lib.Lookup("qsort_r")
+	if !ok {
+		b.Skip("no qsort_r")
+	}
+	for b.Loop() {
+		t := openInlines(d.Path)
+		t.unit(qsort.Value)
 	}
 }
