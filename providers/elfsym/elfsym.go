@@ -84,6 +84,7 @@ type File struct {
 	debugCRC  uint32
 	// dwarf: the file has .debug_info (see InlineChain).
 	dwarf bool
+	key   cacheKey // the file version it was read from
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -223,6 +224,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.key = key
 	cache.Lock()
 	// Drop older versions of the same path: they are stale.
 	for k, c := range cache.files {

@@ -1,8 +1,10 @@
 package elfsym
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -13,41 +15,36 @@ import (
 // another (gcc -O2 -g, Go), .debug_info keeps a DW_TAG_inlined_subroutine
 // with the addresses of its copy, nested as the calls were. InlineChain
 // expands one address into the functions inlined there, as perf and
-// addr2line -i do. Only files with DWARF are read, on first use, and of
-// those only the compilation units holding the addresses asked about: a
-// profile touches a few functions of a large library. What is read is
-// kept in a cache bounded by the DWARF bytes it holds in all.
+// addr2line -i do. Only files with DWARF are read, on first use: all of
+// their inlined copies at once, into a compact table, and the DWARF
+// itself is let go (Go's debug/dwarf keeps twice or three times its
+// sections' size in memory: 20 MB for libc's). The tables are kept in a
+// cache bounded by their size in all.
 
 // inlineRange is one range of addresses of one inlined copy.
 type inlineRange struct {
 	lo, hi uint64
-	name   uint32 // index into inlineFile.names
+	name   uint32 // index into inlineTable.names
 	depth  uint16 // inlined calls around it, within its function
 }
 
-// unitInlines are one compilation unit's inlined copies, by start.
-type unitInlines struct {
+// inlineRangeSize is what an inlineRange and its reach take.
+const inlineRangeSize = 24 + 8
+
+// inlineTable is a file's inlined copies, by start address.
+type inlineTable struct {
 	ranges []inlineRange
 	reach  []uint64 // reach[i]: the highest hi of ranges[:i+1]
-}
-
-// unitRange is a range of addresses a compilation unit covers.
-type unitRange struct {
-	lo, hi uint64
-	off    dwarf.Offset
-}
-
-// inlineFile is what is known of one file's DWARF: the units' ranges,
-// the units read so far, and the function names they use.
-type inlineFile struct {
-	mu     sync.Mutex
-	d      *dwarf.Data
-	units  []unitRange // by lo
-	read   map[dwarf.Offset]*unitInlines
 	names  []string
-	byName map[string]uint32
-	origin map[dwarf.Offset]uint32 // abstract origin → name index
-	bytes  int                     // the DWARF sections held
+}
+
+// weight is what the table counts for against inlineBudget, in bytes.
+func (t *inlineTable) weight() int {
+	n := len(t.ranges) * inlineRangeSize
+	for _, s := range t.names {
+		n += len(s) + 16
+	}
+	return n
 }
 
 // HasDWARF reports whether the file carries DWARF debugging information
@@ -57,7 +54,8 @@ func (f *File) HasDWARF() bool { return f.dwarf }
 // InlineChain returns the functions inlined at virtual address addr,
 // innermost first, as DWARF names them (a C++ function by its mangled
 // linkage name), or nil when none is, or the file has no DWARF. The
-// function they are inlined into is the symbol ByAddress finds.
+// function they are inlined into is the symbol ByAddress finds. The
+// file's DWARF is read on the first call.
 func (f *File) InlineChain(addr uint64) []string {
 	if !f.dwarf {
 		return nil
@@ -66,19 +64,13 @@ func (f *File) InlineChain(addr uint64) []string {
 	if t == nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	u := t.unit(addr)
-	if u == nil {
-		return nil
-	}
-	rs := u.ranges
+	rs := t.ranges
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].lo > addr }) - 1
 	var buf [8]inlineRange
 	hit := buf[:0]
 	// Ranges nest: those holding addr start at or before it, and the
 	// walk back stops where no earlier range reaches past it.
-	for ; i >= 0 && u.reach[i] > addr; i-- {
+	for ; i >= 0 && t.reach[i] > addr; i-- {
 		if rs[i].hi > addr {
 			hit = append(hit, rs[i])
 		}
@@ -94,134 +86,133 @@ func (f *File) InlineChain(addr uint64) []string {
 	return out
 }
 
-// inlineCache holds the files' DWARF, least recently used first out once
-// they hold more than inlineBudget bytes of it in all.
+// inlineCache holds the files' inline tables, by file version, least
+// recently used first out once they weigh more than inlineBudget in all.
 var inlineCache = struct {
 	sync.Mutex
-	files map[*File]*inlineEntry
-	bytes int
-	tick  uint64
-}{files: map[*File]*inlineEntry{}}
+	tabs   map[cacheKey]*inlineEntry
+	weight int
+	tick   uint64
+}{tabs: map[cacheKey]*inlineEntry{}}
 
 type inlineEntry struct {
 	once sync.Once
-	t    *inlineFile // nil: the DWARF could not be read, or is too large
+	tab  *inlineTable // nil: the DWARF could not be read, or is too large
 	used uint64
 }
 
-// inlineBudget is how many bytes of DWARF the cache holds: a file with
-// more goes without inlined frames.
-var inlineBudget = 256 << 20
+// inlineBudget is how many bytes the tables may take in all: libc's
+// takes half a megabyte.
+var inlineBudget = 32 << 20
 
-// inlines returns f's DWARF, reading it on first use.
-func inlines(f *File) *inlineFile {
+// maxDWARF is the most DWARF a file may have for its inlined copies to
+// be read: reading takes some 40 ms and allocates 15 times the sections'
+// size per megabyte of them, all at once.
+var maxDWARF = 64 << 20
+
+// inlines returns f's inline table, reading it on first use.
+func inlines(f *File) *inlineTable {
 	inlineCache.Lock()
-	e := inlineCache.files[f]
+	e := inlineCache.tabs[f.key]
 	if e == nil {
 		e = &inlineEntry{}
-		inlineCache.files[f] = e
+		inlineCache.tabs[f.key] = e
 	}
 	inlineCache.tick++
 	e.used = inlineCache.tick
 	inlineCache.Unlock()
 	e.once.Do(func() {
-		e.t = openInlines(f.Path)
-		if e.t == nil {
+		e.tab = readInlines(f.Path)
+		if e.tab == nil {
 			return
 		}
 		inlineCache.Lock()
 		defer inlineCache.Unlock()
-		inlineCache.bytes += e.t.bytes
-		for inlineCache.bytes > inlineBudget && len(inlineCache.files) > 1 {
-			var oldest *File
-			for k, c := range inlineCache.files {
-				if k != f && (oldest == nil || c.used < inlineCache.files[oldest].used) {
-					oldest = k
+		inlineCache.weight += e.tab.weight()
+		for inlineCache.weight > inlineBudget && len(inlineCache.tabs) > 1 {
+			var oldest cacheKey
+			found := false
+			for k, c := range inlineCache.tabs {
+				if k != f.key && (!found || c.used < inlineCache.tabs[oldest].used) {
+					oldest, found = k, true
 				}
 			}
-			if t := inlineCache.files[oldest].t; t != nil {
-				inlineCache.bytes -= t.bytes
+			if t := inlineCache.tabs[oldest].tab; t != nil {
+				inlineCache.weight -= t.weight()
 			}
-			delete(inlineCache.files, oldest)
+			delete(inlineCache.tabs, oldest)
 		}
 	})
-	return e.t
+	return e.tab
 }
 
-// openInlines reads the DWARF of the ELF file at path and the ranges of
-// its compilation units, or returns nil when it cannot be read or holds
-// more than the cache's budget: its frames go without inlined ones.
-func openInlines(path string) *inlineFile {
+// readInlines reads the inline table of the ELF file at path, or returns
+// nil when its DWARF cannot be read or is larger than maxDWARF: its
+// frames go without inlined ones.
+func readInlines(path string) *inlineTable {
 	ef, err := elf.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer ef.Close()
-	size := 0
-	for _, s := range ef.Sections {
-		if strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_") {
-			size += int(s.Size)
-		}
-	}
-	if size > inlineBudget {
-		return nil
-	}
-	d, err := ef.DWARF()
+	d, _, err := inlineDWARF(ef)
 	if err != nil {
 		return nil
 	}
-	t := &inlineFile{d: d, read: map[dwarf.Offset]*unitInlines{}, byName: map[string]uint32{},
-		origin: map[dwarf.Offset]uint32{}, bytes: size}
+	var found []pending
 	r := d.Reader()
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
 			break
 		}
-		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
-			if rs, err := d.Ranges(e); err == nil {
-				for _, ar := range rs {
-					if ar[0] < ar[1] {
-						t.units = append(t.units, unitRange{ar[0], ar[1], e.Offset})
-					}
-				}
-			}
+		if (e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit) && e.Children {
+			found = walkUnit(d, r, found)
+		} else if e.Children {
+			r.SkipChildren()
 		}
-		r.SkipChildren()
 	}
-	sort.Slice(t.units, func(i, j int) bool { return t.units[i].lo < t.units[j].lo })
+	t := &inlineTable{}
+	origins := map[dwarf.Offset]uint32{}
+	byName := map[string]uint32{}
+	nr := d.Reader()
+	t.ranges = make([]inlineRange, 0, len(found))
+	for _, p := range found {
+		idx, ok := origins[p.origin]
+		if !ok {
+			n := entryName(nr, p.origin, 4)
+			if n == "" {
+				n = "??"
+			}
+			if idx, ok = byName[n]; !ok {
+				idx = uint32(len(t.names))
+				t.names = append(t.names, n)
+				byName[n] = idx
+			}
+			origins[p.origin] = idx
+		}
+		p.r.name = idx
+		t.ranges = append(t.ranges, p.r)
+	}
+	slices.SortStableFunc(t.ranges, func(a, b inlineRange) int { return cmp.Compare(a.lo, b.lo) })
+	t.reach = make([]uint64, len(t.ranges))
+	var hi uint64
+	for i, r := range t.ranges {
+		hi = max(hi, r.hi)
+		t.reach[i] = hi
+	}
 	return t
 }
 
-// unit returns the inlined copies of the unit covering addr, reading
-// them on first use; nil when no unit covers it. Called with t.mu held.
-func (t *inlineFile) unit(addr uint64) *unitInlines {
-	i := sort.Search(len(t.units), func(i int) bool { return t.units[i].lo > addr }) - 1
-	if i < 0 || addr >= t.units[i].hi {
-		return nil
-	}
-	off := t.units[i].off
-	if u, ok := t.read[off]; ok {
-		return u
-	}
-	u := t.readUnit(off)
-	t.read[off] = u
-	return u
+// pending is an inlined copy's range, its function not yet named.
+type pending struct {
+	r      inlineRange
+	origin dwarf.Offset
 }
 
-// readUnit reads the inlined copies in the unit at off.
-func (t *inlineFile) readUnit(off dwarf.Offset) *unitInlines {
-	u := &unitInlines{}
-	type pending struct {
-		r      inlineRange
-		origin dwarf.Offset
-	}
-	var found []pending
-	r := t.d.Reader()
-	r.Seek(off)
-	if e, err := r.Next(); err != nil || e == nil || !e.Children {
-		return u
-	}
+// walkUnit appends to found the inlined copies among the children of
+// the unit r has just read, and leaves r after them.
+func walkUnit(d *dwarf.Data, r *dwarf.Reader, found []pending) []pending {
 	// depths[k] is the inline depth inside the k-th open entry; the
 	// unit's own children are at depths[0].
 	depths := []int{0}
@@ -240,7 +231,7 @@ func (t *inlineFile) readUnit(off dwarf.Offset) *unitInlines {
 			depth = 0
 		case dwarf.TagInlinedSubroutine:
 			origin, _ := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
-			if rs, err := t.d.Ranges(e); err == nil && origin != 0 {
+			if rs, err := d.Ranges(e); err == nil && origin != 0 {
 				for _, ar := range rs {
 					if ar[0] < ar[1] {
 						found = append(found, pending{inlineRange{lo: ar[0], hi: ar[1], depth: uint16(min(depth, 1<<16-1))}, origin})
@@ -260,33 +251,53 @@ func (t *inlineFile) readUnit(off dwarf.Offset) *unitInlines {
 			depths = append(depths, depth)
 		}
 	}
-	nr := t.d.Reader()
-	u.ranges = make([]inlineRange, 0, len(found))
-	for _, p := range found {
-		idx, ok := t.origin[p.origin]
+	return found
+}
+
+// inlineSections are the DWARF sections inlined copies are read from:
+// the entries, their abbreviations, names and ranges, in DWARF 4's
+// sections and DWARF 5's. The line table and location lists, as large
+// again, are left unread.
+var inlineSections = []string{"info", "abbrev", "str", "ranges", "rnglists", "addr", "str_offsets", "line_str"}
+
+// inlineDWARF reads ef's DWARF for inlined copies, and says how many
+// bytes of sections it read. Unlike elf.File.DWARF it applies no
+// relocations: linked files (executables, libraries, their debug files)
+// have none to apply.
+func inlineDWARF(ef *elf.File) (*dwarf.Data, int, error) {
+	data := map[string][]byte{}
+	size := 0
+	for _, s := range ef.Sections {
+		name, ok := strings.CutPrefix(s.Name, ".debug_")
 		if !ok {
-			n := entryName(nr, p.origin, 4)
-			if n == "" {
-				n = "??"
+			if name, ok = strings.CutPrefix(s.Name, ".zdebug_"); !ok {
+				continue
 			}
-			if idx, ok = t.byName[n]; !ok {
-				idx = uint32(len(t.names))
-				t.names = append(t.names, n)
-				t.byName[n] = idx
-			}
-			t.origin[p.origin] = idx
 		}
-		p.r.name = idx
-		u.ranges = append(u.ranges, p.r)
+		if !slices.Contains(inlineSections, name) || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		if size += int(s.Size); size > maxDWARF {
+			return nil, size, errors.New("DWARF too large")
+		}
+		b, err := s.Data()
+		if err != nil {
+			return nil, 0, err
+		}
+		data[name] = b
 	}
-	sort.SliceStable(u.ranges, func(i, j int) bool { return u.ranges[i].lo < u.ranges[j].lo })
-	u.reach = make([]uint64, len(u.ranges))
-	var hi uint64
-	for i, r := range u.ranges {
-		hi = max(hi, r.hi)
-		u.reach[i] = hi
+	d, err := dwarf.New(data["abbrev"], nil, nil, data["info"], nil, nil, data["ranges"], data["str"])
+	if err != nil {
+		return nil, 0, err
 	}
-	return u
+	for _, name := range inlineSections[4:] {
+		if b := data[name]; b != nil {
+			if err := d.AddSection(".debug_"+name, b); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return d, size, nil
 }
 
 // attrMIPSLinkageName is DW_AT_MIPS_linkage_name, the linkage name of

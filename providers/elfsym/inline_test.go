@@ -88,7 +88,7 @@ func firstCall(t *testing.T, path, fn string) uint64 {
 }
 
 // TestInlineCacheBounded: past its budget the cache lets the least
-// recently used file go, and a file asked for again is read again.
+// recently used table go, and a file asked for again is read again.
 func TestInlineCacheBounded(t *testing.T) {
 	dir := t.TempDir()
 	a, err := Open(bpftest.BuildC(t, dir, "a", inlineSrc, "-O2", "-g"))
@@ -99,15 +99,15 @@ func TestInlineCacheBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := inlines(a).bytes
+	w := inlines(a).weight()
 	old := inlineBudget
-	inlineBudget = size + size/2
+	inlineBudget = w + w/2
 	defer func() { inlineBudget = old }()
 	inlines(b)
 	inlineCache.Lock()
-	_, hasA := inlineCache.files[a]
-	_, hasB := inlineCache.files[b]
-	total := inlineCache.bytes
+	_, hasA := inlineCache.tabs[a.key]
+	_, hasB := inlineCache.tabs[b.key]
+	total := inlineCache.weight
 	inlineCache.Unlock()
 	if hasA || !hasB || total > inlineBudget {
 		t.Errorf("over budget: a kept %v, b kept %v, %d bytes held of %d; want only b", hasA, hasB, total, inlineBudget)
@@ -130,70 +130,45 @@ func libcDebug(b *testing.B) *File {
 	return d
 }
 
-// BenchmarkInlinesLibc: opening libc's DWARF (libc6-dbg) and reading
-// the inlined copies of all its units, once per iteration: what a
-// profile touching every unit costs once. dwarfbytes is what the cache
-// counts it for; ranges the copies read.
-func BenchmarkInlinesLibc(b *testing.B) {
+// BenchmarkReadInlinesLibc: reading libc's inline table from its debug
+// file (libc6-dbg), once per iteration. dwarfbytes are the sections read
+// (what a reading allocates is B/op), heldbytes the heap the table keeps
+// once the DWARF is let go.
+func BenchmarkReadInlinesLibc(b *testing.B) {
 	d := libcDebug(b)
-	var t *inlineFile
-	n := 0
+	var t *inlineTable
 	for b.Loop() {
-		t = openInlines(d.Path)
-		n = 0
-		for _, u := range t.units {
-			n += len(t.unit(u.lo).ranges)
-		}
+		t = readInlines(d.Path)
 	}
-	// What holding it costs: the heap it keeps alive.
 	var before, after runtime.MemStats
 	t = nil
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	t = openInlines(d.Path)
-	for _, u := range t.units {
-		t.unit(u.lo)
-	}
+	t = readInlines(d.Path)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc), "heldbytes")
-	runtime.KeepAlive(t)
-	b.ReportMetric(float64(t.bytes), "dwarfbytes")
-	b.ReportMetric(float64(n), "ranges")
-	b.ReportMetric(float64(len(t.units)), "units")
+	b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heldbytes")
+	ef, err := elf.Open(d.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ef.Close()
+	_, size, _ := inlineDWARF(ef)
+	b.ReportMetric(float64(size), "dwarfbytes")
+	b.ReportMetric(float64(len(t.ranges)), "ranges")
+	b.ReportMetric(float64(t.weight()), "weight")
 }
 
-// BenchmarkInlineChainLibc: one lookup in libc's DWARF, its units read.
+// BenchmarkInlineChainLibc: one lookup in libc's table, once read.
 func BenchmarkInlineChainLibc(b *testing.B) {
 	d := libcDebug(b)
 	t := inlines(d)
-	var addrs []uint64
-	for _, u := range t.units {
-		for _, r := range t.unit(u.lo).ranges {
-			addrs = append(addrs, r.lo)
-		}
-	}
-	if len(addrs) == 0 {
+	if t == nil || len(t.ranges) == 0 {
 		b.Skip("no inline ranges")
 	}
 	i := 0
 	for b.Loop() {
-		d.InlineChain(addrs[i%len(addrs)])
+		d.InlineChain(t.ranges[i%len(t.ranges)].lo)
 		i += 7
-	}
-}
-
-// BenchmarkInlineFirstLibc: the first inlined-frame lookup in libc: its
-// DWARF opened, the units' ranges read, and one unit's copies.
-func BenchmarkInlineFirstLibc(b *testing.B) {
-	d := libcDebug(b)
-	lib, _ := Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
-	qsort, ok := lib.Lookup("qsort_r")
-	if !ok {
-		b.Skip("no qsort_r")
-	}
-	for b.Loop() {
-		t := openInlines(d.Path)
-		t.unit(qsort.Value)
 	}
 }
