@@ -8,7 +8,6 @@ import (
 	"github.com/dstar-trace/dstar/providers/procmaps"
 	"os"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -79,49 +78,6 @@ func TestPrune(t *testing.T) {
 	if _, ok := s.procs[2]; ok {
 		t.Error("a process whose watch ended is kept")
 	}
-}
-
-// deepStack calls itself n times and returns the stack's PCs at the
-// bottom: return addresses, innermost first, as ustack( ) records them.
-//
-//go:noinline
-func deepStack(n int) []uintptr {
-	if n == 0 {
-		pcs := make([]uintptr, 64)
-		return pcs[:runtime.Callers(1, pcs)]
-	}
-	return deepStack(n - 1)
-}
-
-// BenchmarkFramesStack: symbolising a 20-frame stack of this process
-// (a Go test binary, with DWARF), frame by frame as stackFrames does:
-// without inlined frames (Frame), and with them (Frames), after the first
-// lookups have read the DWARF.
-func BenchmarkFramesStack(b *testing.B) {
-	s := New()
-	pid := os.Getpid()
-	pcs := deepStack(10)
-	if len(pcs) > 20 {
-		pcs = pcs[:20]
-	}
-	b.Run("noinline", func(b *testing.B) {
-		for b.Loop() {
-			for i, pc := range pcs {
-				s.Frames(pid, uint64(pc), i > 0, false)
-			}
-		}
-	})
-	b.Run("inline", func(b *testing.B) {
-		n := 0
-		for b.Loop() {
-			n = 0
-			for i, pc := range pcs {
-				n += len(s.Frames(pid, uint64(pc), i > 0, true))
-			}
-		}
-		b.ReportMetric(float64(n), "frames")
-		b.ReportMetric(float64(len(pcs)), "pcs")
-	})
 }
 
 // inlineSrc has depth3 inlined into depth2 and depth2 into outer (-O2),
