@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,8 +199,20 @@ func TestUStackInlined(t *testing.T) {
 		t.Errorf("%d of %d stacks show depth3 and depth2 inlined into outer:\n%s", n, len(stacks), strings.Join(stacks, "\n--\n"))
 	}
 
+	// Folded for flame graphs, root first, the inlined functions are
+	// frames of their own between outer and getppid.
+	r := dstar(t, 60*time.Second, "-q", "-x", "stackfmt=folded", "-c", prog, "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	folded := regexp.MustCompile("(?m);inl`main;inl`outer;inl`depth2 \\(inlined\\);inl`depth3 \\(inlined\\);libc\\.so\\.6`getppid (\\d+)$")
+	if m := folded.FindStringSubmatch(r.stdout); m == nil || atoi(m[1]) < 10 {
+		t.Errorf("folded, want most of the 20 calls through depth2 and depth3:\n%s", r.stdout)
+	}
+
 	plain := regexp.MustCompile("(?m)^ *libc.so.6`getppid\\+0x[0-9a-f]+\n *inl`outer\\+0x[0-9a-f]+\n *inl`main\\+0x[0-9a-f]+$")
-	r := dstar(t, 60*time.Second, "-q", "-x", "noinline", "-c", prog, "-n",
+	r = dstar(t, 60*time.Second, "-q", "-x", "noinline", "-c", prog, "-n",
 		`syscall::getppid:entry /pid == $target/ { ustack(); printf("--\n"); }`)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -212,4 +225,9 @@ func TestUStackInlined(t *testing.T) {
 	if s := getppidStacks(t, stripped); len(s) == 0 || strings.Contains(strings.Join(s, "\n"), "(inlined)") {
 		t.Errorf("without DWARF:\n%s", strings.Join(s, "\n--\n"))
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
