@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/dstar-trace/dstar/providers/cfi"
@@ -32,6 +34,10 @@ type unwinder struct {
 	wait map[uint32]time.Duration
 	wg   sync.WaitGroup
 	stop chan struct{}
+	// execs forgets a process's place in pids when it calls exec, so
+	// that its next walk asks for its new mappings at once (nil where
+	// it could not be attached: exec then waits on the notice hold).
+	execs *execWatch
 }
 
 // pruneEvery is how often the tables of exited processes are dropped.
@@ -53,6 +59,7 @@ func newUnwinder(coll *ebpf.Collection) *unwinder {
 	}
 	u := &unwinder{tables: unwind.NewTables(m, r), pids: p, again: map[uint32]bool{},
 		wait: map[uint32]time.Duration{}, stop: make(chan struct{})}
+	u.execs, _ = watchExecs(p)
 	u.wg.Add(1)
 	go u.prune()
 	return u
@@ -163,6 +170,56 @@ func (u *unwinder) close() {
 	close(u.stop)
 	u.mu.Unlock()
 	u.wg.Wait()
+	u.execs.close()
+}
+
+// execWatch is a program on the sched_process_exec raw tracepoint that
+// deletes the exec'ing process from the walks' process map. A process
+// that execs keeps its pid but none of its mappings: without it, its
+// walks would go on with the old image's tables, cut short, until a
+// notice's hold ran out: up to a second for a process whose mappings had
+// long been still (a shell script that execs its program, as pyenv's
+// python3 is).
+type execWatch struct {
+	prog *ebpf.Program
+	l    link.Link
+}
+
+func watchExecs(pids *ebpf.Map) (*execWatch, error) {
+	spec := &ebpf.ProgramSpec{
+		Name: "ustack_exec",
+		Type: ebpf.RawTracepoint,
+		Instructions: asm.Instructions{
+			asm.FnGetCurrentPidTgid.Call(),
+			asm.RSh.Imm(asm.R0, 32),
+			asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
+			asm.LoadMapPtr(asm.R1, pids.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapDeleteElem.Call(),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+		License: "GPL",
+	}
+	prog, err := ebpf.NewProgram(spec)
+	if err != nil {
+		return nil, err
+	}
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exec", Program: prog})
+	if err != nil {
+		prog.Close()
+		return nil, err
+	}
+	return &execWatch{prog: prog, l: l}, nil
+}
+
+func (w *execWatch) close() {
+	if w == nil {
+		return
+	}
+	w.l.Close()
+	w.prog.Close()
 }
 
 // load loads process pid's tables now, and marks it known to the walks.

@@ -13,10 +13,10 @@ import (
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
-// cxxSrc calls getppid from a member function of a class template in a
+// cxxNamesSrc calls getppid from a member function of a class template in a
 // namespace, reached through a lambda std::for_each calls: 20 times, 20
 // ms apart. Frame pointers let the kernel's walk reach every frame.
-const cxxSrc = `
+const cxxNamesSrc = `
 #include <algorithm>
 #include <vector>
 #include <unistd.h>
@@ -40,7 +40,7 @@ int main() {
 }
 `
 
-// cxxFrames are the functions perf script names in cxxSrc's stacks at
+// cxxFrames are the functions perf script names in cxxNamesSrc's stacks at
 // getppid, built -O0 (so that std::for_each and the lambda are calls),
 // innermost first.
 var cxxFrames = []string{
@@ -56,7 +56,7 @@ var cxxFrames = []string{
 // form: by ustack( ) and by usym( ) as an aggregation key.
 func TestUStackDemangled(t *testing.T) {
 	bpftest.Require(t)
-	prog := bpftest.BuildCXX(t, t.TempDir(), "cxxprog", cxxSrc, "-O0", "-fno-omit-frame-pointer")
+	prog := bpftest.BuildCXX(t, t.TempDir(), "cxxprog", cxxNamesSrc, "-O0", "-fno-omit-frame-pointer")
 	stacks := getppidStacks(t, prog)
 	if len(stacks) == 0 {
 		t.Fatal("no stacks")

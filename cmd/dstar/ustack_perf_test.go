@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dstar-trace/dstar/engine/usym"
 	"github.com/dstar-trace/dstar/providers/bpftest"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 )
@@ -32,14 +34,15 @@ type perfFrame struct{ module, function string }
 // perfStack is a stack, innermost first, joined for use as a key.
 type perfStack []perfFrame
 
-// key joins the frames up to __libc_start_call_main: what lies below
-// it (__libc_start_main, _start) is the same in every stack, and perf's
-// unwinding, in some runs, stops short of it for every sample.
-func (s perfStack) key() string {
+// key joins the frames up to root (__libc_start_call_main, a thread's
+// clone3): what lies below it (__libc_start_main, _start) is the same in
+// every stack, and perf's unwinding, in some runs, stops short of it
+// for every sample.
+func (s perfStack) key(root string) string {
 	var b strings.Builder
 	for _, f := range s {
 		b.WriteString(f.module + "`" + f.function + ";")
-		if f.function == "__libc_start_call_main" {
+		if f.function == root {
 			break
 		}
 	}
@@ -63,14 +66,24 @@ type stackSample struct {
 
 // unwindWorkloads are what the comparison runs: a C program built without
 // frame pointers whose leaves keep no frame (one reached through libc's
-// qsort, calling back into the program), and Debian's gzip.
+// qsort, calling back into the program), Debian's gzip, a C++ program
+// (inlining, exceptions, std::sort), a program of four threads, a Go
+// program and Debian's python3 on a pure-Python loop.
 var unwindWorkloads = []struct {
 	name, comm string
 	build      func(t *testing.T, dir string) string // the command line
+	// root is the function every whole stack reaches ("" for
+	// __libc_start_call_main); perfDump is perf's stack copy (bytes, 0
+	// for perf's default of 8 KiB), or -1 where perf walks frame
+	// pointers instead: a Go program, which keeps them and whose
+	// .debug_frame perf's DWARF unwinder does not read (its stacks
+	// are one frame).
+	root     string
+	perfDump int
 }{
 	{"frameless", "frameless", func(t *testing.T, dir string) string {
 		return bpftest.BuildC(t, dir, "frameless", framelessSrc, "-O2", "-fomit-frame-pointer")
-	}},
+	}, "", 0},
 	{"gzip", "gzip", func(t *testing.T, dir string) string {
 		gzip, err := exec.LookPath("gzip")
 		if err != nil {
@@ -79,8 +92,133 @@ var unwindWorkloads = []struct {
 		data := filepath.Join(dir, "data")
 		writeText(t, data, 24<<20)
 		return fmt.Sprintf("sh -c '%s -c %s > /dev/null'", gzip, data)
-	}},
+	}, "", 0},
+	{"c++", "cxxwork", func(t *testing.T, dir string) string {
+		if _, err := exec.LookPath("g++"); err != nil {
+			bpftest.Skip(t, "g++ is not installed (apt-get install g++)")
+		}
+		src := filepath.Join(dir, "cxxwork.cc")
+		os.WriteFile(src, []byte(cxxSrc), 0o644)
+		bin := filepath.Join(dir, "cxxwork")
+		if out, err := exec.Command("g++", "-O2", "-fomit-frame-pointer", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, out)
+		}
+		return bin
+	}, "", 0},
+	{"threads", "threads", func(t *testing.T, dir string) string {
+		return bpftest.BuildC(t, dir, "threads", threadsSrc, "-O2", "-fomit-frame-pointer", "-pthread")
+	}, "clone3", 0},
+	{"go", "gowork", func(t *testing.T, dir string) string {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			t.Skip("no go command to build the Go workload")
+		}
+		os.WriteFile(filepath.Join(dir, "main.go"), []byte(goSrc), 0o644)
+		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module gowork\n\ngo 1.21\n"), 0o644)
+		// Uncompressed DWARF: perf's unwinder reads .debug_frame (Go
+		// writes no .eh_frame), and not compressed.
+		cmd := exec.Command(goBin, "build", "-ldflags=-compressdwarf=false", "-o", "gowork", ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		return filepath.Join(dir, "gowork")
+	}, "runtime.main", -1},
+	{"python3", "python3", func(t *testing.T, dir string) string {
+		// Debian's, not a shim on PATH: its stacks are the issue's.
+		py := "/usr/bin/python3"
+		if _, err := os.Stat(py); err != nil {
+			bpftest.Skip(t, "no /usr/bin/python3")
+		}
+		src := filepath.Join(dir, "loop.py")
+		os.WriteFile(src, []byte(pythonSrc), 0o644)
+		return py + " " + src
+	}, "", 65528},
 }
+
+// cxxSrc: a std::sort with a comparator (inlined into the sort's
+// instantiation), exceptions thrown through a frame and caught, and a
+// virtual call.
+const cxxSrc = `
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+struct Shape { virtual ~Shape() {} virtual long area(long x) const = 0; };
+struct Square : Shape { long area(long x) const override { long s = 0; for (long i = 0; i < 200; i++) s += (x + i) * (x ^ i); return s; } };
+__attribute__((noinline)) long thrower(long n) { if (n % 3 == 0) throw std::runtime_error("three"); return n; }
+__attribute__((noinline)) long catcher(long n) { try { return thrower(n); } catch (const std::exception &) { return -1; } }
+__attribute__((noinline)) long sorter(long n) {
+	std::vector<long> v(64);
+	for (long i = 0; i < 64; i++) v[i] = (i * 2654435761u + n) % 100003;
+	std::sort(v.begin(), v.end(), [](long a, long b) { return (a % 1000) < (b % 1000); });
+	return v[n % 64];
+}
+int main() {
+	Square sq; const Shape *s = &sq; long t = 0;
+	for (long i = 0; i < 1000000; i++) { t += sorter(i); t += catcher(i); t += s->area(i); }
+	std::printf("%ld\n", t);
+	return 0;
+}
+`
+
+// threadsSrc: four threads, each main → work → step (a leaf without a
+// frame), and the main thread waiting.
+const threadsSrc = `
+#include <pthread.h>
+#include <stdio.h>
+__attribute__((noinline)) long step(long *v, int n) { long s = 0; for (int i = 0; i < n; i++) s += v[i] * 5 + (s >> 2); return s; }
+__attribute__((noinline)) long work(long seed) { long v[512], s = 0; for (int r = 0; r < 300000; r++) { for (int i = 0; i < 512; i++) v[i] = i ^ (seed + r); s += step(v, 512); } return s; }
+static void *worker(void *arg) { long s = work((long)arg); return (void *)s; }
+int main(void) {
+	pthread_t th[4]; long sum = 0;
+	for (long i = 0; i < 4; i++) pthread_create(&th[i], 0, worker, (void *)i);
+	for (int i = 0; i < 4; i++) { void *r; pthread_join(th[i], &r); sum += (long)r; }
+	printf("%ld\n", sum);
+	return 0;
+}
+`
+
+// goSrc: a Go program whose goroutine computes through three frames.
+const goSrc = `package main
+
+import "fmt"
+
+// (leaf has a frame, its array on the stack: a frame-pointer walk,
+// perf's here, skips the caller of a Go function that has none.)
+//
+//go:noinline
+func leaf(v []int64) int64 { var w [8]int64; var s int64; for i := range v { w[i&7] += v[i]; s += v[i]*3 + s>>3 + w[(i+1)&7] }; return s }
+
+//go:noinline
+func middle(n int64) int64 { v := make([]int64, 256); for i := range v { v[i] = int64(i) ^ n }; return leaf(v) }
+
+//go:noinline
+func outer(n int64) int64 { var s int64; for i := int64(0); i < 100; i++ { s += middle(n + i) }; return s }
+
+func main() {
+	var s int64
+	for i := int64(0); i < 30000; i++ { s += outer(i) }
+	fmt.Println(s)
+}
+`
+
+// pythonSrc: a pure-Python loop of about three seconds (its first
+// 50-100 ms, while its tables load, are cut).
+const pythonSrc = `
+def inner(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+def outer(k):
+    return sum(inner(1000) for _ in range(k))
+
+for _ in range(200):
+    outer(300)
+`
 
 // framelessSrc: main → outer → middle → inner, inner a leaf without a
 // frame; and main → sorter → qsort (libc) → cmp, on arrays short enough
@@ -139,19 +277,30 @@ func TestUStackAgainstPerf(t *testing.T) {
 			dir := t.TempDir()
 			cmdline := w.build(t, dir)
 			data := filepath.Join(dir, "perf.data")
+			callGraph := "dwarf"
+			switch {
+			case w.perfDump > 0:
+				callGraph = "dwarf," + strconv.Itoa(w.perfDump)
+			case w.perfDump < 0:
+				callGraph = "fp"
+			}
+			root := w.root
+			if root == "" {
+				root = "__libc_start_call_main"
+			}
 			// perf script runs --no-inline: so does dstar.
 			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-x", "noinline", "-c",
-				fmt.Sprintf("%s record -q -F 997 --call-graph dwarf -o %s -- %s", perf, data, cmdline), "-n",
+				fmt.Sprintf("%s record -q -F 997 --call-graph %s -o %s -- %s", perf, callGraph, data, cmdline), "-n",
 				fmt.Sprintf(`profile-997 /execname == "%s"/ { @[ustack()] = count(); }`, w.comm))
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			ours := dstarStacks(t, r.stdout)
 			theirs := perfStacks(t, perf, data, w.comm)
-			cmp := compareStacks(ours, theirs)
-			t.Logf("%s: dstar %d samples, mean %.1f frames, %.1f%% reach __libc_start_call_main, %.1f%% cut (marked); "+
+			cmp := compareStacks(ours, theirs, root)
+			t.Logf("%s: dstar %d samples, mean %.1f frames, %.1f%% reach %s, %.1f%% cut (marked); "+
 				"perf %d samples, mean %.1f frames, %.1f%% reach it; %.1f%% of dstar's samples have a stack perf saw",
-				w.name, cmp.ours.samples, cmp.ours.mean, 100*cmp.ours.reach, 100*cmp.ours.cut,
+				w.name, cmp.ours.samples, cmp.ours.mean, 100*cmp.ours.reach, root, 100*cmp.ours.cut,
 				cmp.theirs.samples, cmp.theirs.mean, 100*cmp.theirs.reach, 100*cmp.match)
 			if cmp.ours.samples < 200 || cmp.theirs.samples < 200 {
 				t.Fatalf("too few samples to compare (dstar %d, perf %d)", cmp.ours.samples, cmp.theirs.samples)
@@ -159,7 +308,7 @@ func TestUStackAgainstPerf(t *testing.T) {
 			if cmp.match < 0.95 {
 				counts := map[string]int{}
 				for _, s := range theirs {
-					counts[s.stack.key()]++
+					counts[s.stack.key(root)]++
 				}
 				for k, n := range counts {
 					if n > 5 {
@@ -170,7 +319,7 @@ func TestUStackAgainstPerf(t *testing.T) {
 					100*cmp.match, strings.Join(cmp.unmatched, "\n"))
 			}
 			if cmp.ours.reach < 0.95 {
-				t.Errorf("%.1f%% of dstar's stacks reach __libc_start_call_main, want at least 95%%", 100*cmp.ours.reach)
+				t.Errorf("%.1f%% of dstar's stacks reach %s, want at least 95%%", 100*cmp.ours.reach, root)
 			}
 		})
 	}
@@ -278,8 +427,19 @@ func perfStacks(t *testing.T, perf, data, comm string) []stackSample {
 func perfName(dso string, ip uint64, sym string) perfFrame {
 	mod := filepath.Base(dso)
 	if f, err := elfsym.Open(dso); err == nil {
+		// perf gives an address in the file (an offset) for an
+		// executable not built as PIE, whose symbols are at its
+		// link-time addresses.
+		if ef, err := elf.Open(dso); err == nil {
+			if ef.Type == elf.ET_EXEC {
+				if a, err := f.Address(ip); err == nil {
+					ip = a
+				}
+			}
+			ef.Close()
+		}
 		// As usym names them: a stripped file's local functions from
-		// its debug file, when one is installed.
+		// its debug file, when one is installed, and demangled.
 		s, ok := f.ByAddress(ip)
 		if !ok && f.Stripped() {
 			if d, err := elfsym.DebugFile(f); err == nil && d != nil {
@@ -287,7 +447,7 @@ func perfName(dso string, ip uint64, sym string) perfFrame {
 			}
 		}
 		if ok {
-			return perfFrame{mod, s.Name}
+			return perfFrame{mod, usym.Demangle(s.Name)}
 		}
 		return perfFrame{mod, "?"}
 	}
@@ -311,7 +471,7 @@ type stackComparison struct {
 	unmatched    []string
 }
 
-func stats(ss []stackSample) stackStats {
+func stats(ss []stackSample, root string) stackStats {
 	var st stackStats
 	frames, reach, cut := 0, 0, 0
 	for _, s := range ss {
@@ -322,7 +482,7 @@ func stats(ss []stackSample) stackStats {
 			n--
 		}
 		frames += n * s.count
-		if s.stack.reaches("__libc_start_call_main") {
+		if s.stack.reaches(root) {
 			reach += s.count
 		}
 	}
@@ -334,12 +494,12 @@ func stats(ss []stackSample) stackStats {
 	return st
 }
 
-func compareStacks(ours, theirs []stackSample) stackComparison {
+func compareStacks(ours, theirs []stackSample, root string) stackComparison {
 	seen := map[string]bool{}
 	for _, s := range theirs {
-		seen[s.stack.key()] = true
+		seen[s.stack.key(root)] = true
 	}
-	c := stackComparison{ours: stats(ours), theirs: stats(theirs)}
+	c := stackComparison{ours: stats(ours, root), theirs: stats(theirs, root)}
 	matched := 0
 	other := map[string]int{}
 	for _, s := range ours {
@@ -349,10 +509,10 @@ func compareStacks(ours, theirs []stackSample) stackComparison {
 		if n := len(frames); n > 0 && frames[n-1].module == "" {
 			frames = frames[:n-1]
 		}
-		if seen[frames.key()] {
+		if seen[frames.key(root)] {
 			matched += s.count
 		} else {
-			other[s.stack.key()] += s.count
+			other[s.stack.key(root)] += s.count
 		}
 	}
 	if c.ours.samples > 0 {

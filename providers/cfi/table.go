@@ -80,8 +80,19 @@ func uncovered(have, more []fde) []fde {
 func build(fdes []fde) *Table {
 	// Linkers emit FDEs nearly in address order: an insertion-friendly
 	// stable sort moves little.
-	slices.SortStableFunc(fdes, func(a, b fde) int { return cmp.Compare(a.start, b.start) })
-	t := &Table{Rows: make([]Row, 0, 2*len(fdes))}
+	byStart := func(a, b fde) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(fdes, byStart) {
+		slices.SortStableFunc(fdes, byStart)
+	}
+	// Room for about as many rows as the FDEs make (two each, and one
+	// per advance instruction: one in four of their bytes, in libc and
+	// python), so that the table, of tens of thousands of rows, is
+	// rarely copied as it grows.
+	rows := 2 * len(fdes)
+	for _, f := range fdes {
+		rows += len(f.insns) / 4
+	}
+	t := &Table{Rows: make([]Row, 0, rows)}
 	add := func(pc uint64, r Rule) {
 		if n := len(t.Rows); n > 0 {
 			last := &t.Rows[n-1]
@@ -109,6 +120,9 @@ func build(fdes []fde) *Table {
 		covered = f.end
 		f.each(add)
 		add(f.end, Rule{})
+	}
+	if cap(t.Rows) > 2*len(t.Rows) {
+		t.Rows = slices.Clone(t.Rows) // the room not taken is not kept
 	}
 	return t
 }

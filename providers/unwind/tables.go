@@ -304,22 +304,37 @@ func (t *Tables) load(path string) (*file, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %d unwind rows do not fit in the %d left free", path, n, t.freeRows())
 	}
-	keys := make([]uint32, n)
-	values := make([][rowSize]byte, n)
-	for i, r := range tab.Rows {
-		keys[i] = s.first + uint32(i)
-		v := values[i][:]
-		binary.LittleEndian.PutUint32(v[rowPC:], uint32(r.PC))
-		v[rowCFA], v[rowFP] = byte(r.CFA), byte(r.FP)
-		binary.LittleEndian.PutUint32(v[rowCFAOff:], uint32(r.CFAOff))
-		binary.LittleEndian.PutUint32(v[rowFPOff:], uint32(r.FPOff))
-	}
-	if _, err := t.rows.BatchUpdate(keys, values, nil); err != nil {
+	if err := t.enterRows(s.first, tab.Rows); err != nil {
 		t.release(s)
 		return nil, fmt.Errorf("%s: loading its unwind rows: %w", path, err)
 	}
 	f.first, f.count = s.first, uint32(n)
 	return f, nil
+}
+
+// enterRows writes rows into the rows map from index first: with one copy
+// where the map is memory-mapped, else with a batch update.
+func (t *Tables) enterRows(first uint32, rows []cfi.Row) error {
+	buf := make([]byte, len(rows)*rowSize)
+	for i, r := range rows {
+		v := buf[i*rowSize : (i+1)*rowSize]
+		binary.LittleEndian.PutUint32(v[rowPC:], uint32(r.PC))
+		v[rowCFA], v[rowFP] = byte(r.CFA), byte(r.FP)
+		binary.LittleEndian.PutUint32(v[rowCFAOff:], uint32(r.CFAOff))
+		binary.LittleEndian.PutUint32(v[rowFPOff:], uint32(r.FPOff))
+	}
+	if mem, err := t.rows.Memory(); err == nil {
+		_, err := mem.WriteAt(buf, int64(first)*rowSize)
+		return err
+	}
+	keys := make([]uint32, len(rows))
+	values := make([][rowSize]byte, len(rows))
+	for i := range rows {
+		keys[i] = first + uint32(i)
+		copy(values[i][:], buf[i*rowSize:])
+	}
+	_, err := t.rows.BatchUpdate(keys, values, nil)
+	return err
 }
 
 // allocate takes n rows from the first free range that holds them.
