@@ -228,6 +228,14 @@ func walkUnit(d *dwarf.Data, r *dwarf.Reader, found []pending) []pending {
 		depth := depths[len(depths)-1]
 		switch e.Tag {
 		case dwarf.TagSubprogram:
+			// A declaration or an abstract instance has no code: its
+			// copies are in the concrete instances elsewhere.
+			if e.Val(dwarf.AttrLowpc) == nil && e.Val(dwarf.AttrRanges) == nil {
+				if e.Children {
+					r.SkipChildren()
+				}
+				continue
+			}
 			depth = 0
 		case dwarf.TagInlinedSubroutine:
 			origin, _ := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
