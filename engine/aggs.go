@@ -79,7 +79,7 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	e.stateMu.Unlock()
 	snap := &AggSnapshot{}
 	for _, l := range e.Prog.Code.Aggs {
-		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, e.clearedKeys(l.Name))
+		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, !e.s.opts.NoInline, e.clearedKeys(l.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -110,14 +110,14 @@ func (e *Enabling) Aggregation(name string) (*AggData, error) {
 		return &AggData{Layout: l}, nil
 	}
 	e.stateMu.Unlock()
-	return readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, e.clearedKeys(l.Name))
+	return readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, !e.s.opts.NoInline, e.clearedKeys(l.Name))
 }
 
 // readAgg reads and merges one aggregation map. Batched lookups read
 // thousands of keys per system call (iterating costs two calls a key); a
 // kernel without them falls back to iterating. A row no update reached is
 // left out unless clear() zeroed it (one of the stored keys in cleared).
-func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool, cleared map[string]bool) (*AggData, error) {
+func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU, inline bool, cleared map[string]bool) (*AggData, error) {
 	data := &AggData{Layout: l}
 	if !l.Array { // an unkeyed aggregation's one entry is always there
 		data.Capacity = int(m.MaxEntries())
@@ -140,7 +140,7 @@ func readAgg(m *ebpf.Map, l *codegen.AggLayout, perCPU bool, cleared map[string]
 		}
 		var keys []printf.Value
 		for _, d := range l.Keys {
-			keys = append(keys, datum(key, d))
+			keys = append(keys, datum(key, d, inline))
 		}
 		var row *AggRow
 		id := ""
@@ -358,7 +358,7 @@ func (e *Enabling) Clear(name string) error {
 		return e.clearLast(name)
 	}
 	m := e.coll.Maps[l.Map]
-	data, err := readAgg(m, l, false, e.clearedKeys(name))
+	data, err := readAgg(m, l, false, !e.s.opts.NoInline, e.clearedKeys(name))
 	if err != nil {
 		return err
 	}
@@ -430,7 +430,7 @@ func (e *Enabling) Trunc(name string, n int) error {
 		e.uncleared(name, nil)
 		return m.Update(uint32(0), zero, ebpf.UpdateAny)
 	}
-	data, err := readAgg(m, l, false, e.clearedKeys(name))
+	data, err := readAgg(m, l, false, !e.s.opts.NoInline, e.clearedKeys(name))
 	if err != nil {
 		return err
 	}

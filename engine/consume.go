@@ -92,7 +92,7 @@ func (e *Enabling) handle(raw []byte) {
 		}
 		vals := make([]printf.Value, len(act.Args))
 		for j, d := range act.Args {
-			vals[j] = datum(raw, d)
+			vals[j] = datum(raw, d, !s.opts.NoInline)
 		}
 		ev := &Event{Probe: rec.Probe, EPID: epid, CPU: cpu, PID: pid, Timestamp: ts, Values: vals}
 		var text strings.Builder
@@ -189,12 +189,13 @@ func (e *Enabling) handle(raw []byte) {
 	}
 }
 
-// datum reads one recorded value.
-func datum(raw []byte, d codegen.Datum) printf.Value {
+// datum reads one recorded value; inline says whether user stacks show
+// inlined functions.
+func datum(raw []byte, d codegen.Datum, inline bool) printf.Value {
 	b := raw[d.Off : d.Off+d.Size]
 	if d.Type.Kind == types.Stack {
 		v := printf.Stack(nil)
-		v.Frames, v.PCs, v.PID = stackFrames(b, d.Type)
+		v.Frames, v.PCs, v.PID = stackFrames(b, d.Type, inline)
 		v.User = d.Type.User
 		return v
 	}

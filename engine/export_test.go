@@ -10,7 +10,7 @@ func ReadAggsCold(e *Enabling) (int, error) {
 	userSyms = usym.New()
 	n := 0
 	for _, l := range e.Prog.Code.Aggs {
-		data, err := readAgg(e.coll.Maps[l.Map], l, false, nil)
+		data, err := readAgg(e.coll.Maps[l.Map], l, false, true, nil)
 		if err != nil {
 			return 0, err
 		}

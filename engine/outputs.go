@@ -62,6 +62,8 @@ func (s *Session) setopt(name, val string) error {
 		s.opts.PrintSize = PrintSize(int(n))
 	case "stackfmt":
 		s.opts.Folded = val == "folded"
+	case "noinline":
+		s.opts.NoInline = on
 	default:
 		return fmt.Errorf("couldn't set option \"%s\" to \"%s\": Operation illegal when tracing is active", name, val)
 	}

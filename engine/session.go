@@ -44,6 +44,9 @@ type Options struct {
 	// Folded prints stack-keyed aggregations as folded stacks (-x
 	// stackfmt=folded), one line each, for flame graph tools.
 	Folded bool
+	// NoInline is -x noinline: user stacks show only the functions that
+	// were called, not those the compiler inlined into them.
+	NoInline bool
 	// OnCPU, with CPU, is -x cpu: BEGIN, END and ERROR run on that CPU,
 	// and so do tick-N and profile-N. (The program, compiled with the
 	// same option, records nothing on other CPUs.)

@@ -56,9 +56,11 @@ func preloadSymbols(prog *codegen.Output) {
 // into at most t.Len frames of text, innermost first, as
 // module`function+0xoffset: kernel addresses through kallsyms, user ones
 // through the process's mappings (see usym); anything unresolved as its
+// address. With inline, a user frame is preceded by the functions the
+// compiler inlined at it (usym.Symbolizer.Frames), each with the frame's
 // address. It returns the frames' addresses too, and a user stack's
 // process.
-func stackFrames(b []byte, t *types.Type) (frames []string, pcs []uint64, pid int) {
+func stackFrames(b []byte, t *types.Type, inline bool) (frames []string, pcs []uint64, pid int) {
 	user := t.User
 	if len(b) < 8 {
 		return nil, nil, 0
@@ -91,8 +93,14 @@ func stackFrames(b []byte, t *types.Type) (frames []string, pcs []uint64, pid in
 			if pc < 0x1000 || pc >= 1<<48 {
 				break
 			}
-			frames = append(frames, userSyms.Frame(pid, pc))
-			pcs = append(pcs, pc)
+			// Every address but the first is a return address.
+			for _, f := range userSyms.Frames(pid, pc, i > 0, inline) {
+				if len(frames) == t.Len {
+					break
+				}
+				frames = append(frames, f)
+				pcs = append(pcs, pc)
+			}
 		}
 		return frames, pcs, pid
 	}

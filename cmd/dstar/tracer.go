@@ -344,8 +344,8 @@ func (t *tracer) run() int {
 		SwitchRate: switchRate(t.opts), StatusRate: rateOption(t.opts, "statusrate"), AggRate: rateOption(t.opts, "aggrate"), SpecSize: specSize(t.opts), PrintSize: printSize(t.opts),
 		JSON:    t.opts["outputformat"] == "json",
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
-		Folded: t.opts["stackfmt"] == "folded",
-		OnCPU:  onCPU, CPU: cpu,
+		Folded: t.opts["stackfmt"] == "folded", NoInline: engine.OptionSet(t.opts, "noinline"),
+		OnCPU: onCPU, CPU: cpu,
 	})
 	// Output that cannot be written is reported once, naming the file,
 	// and ends tracing with status 1, as in dtrace.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dstar-trace/dstar/engine/usym"
 	"github.com/dstar-trace/dstar/providers/bpftest"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 )
@@ -287,7 +288,8 @@ func TestUStackAgainstPerf(t *testing.T) {
 			if root == "" {
 				root = "__libc_start_call_main"
 			}
-			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-c",
+			// perf script runs --no-inline: so does dstar.
+			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-x", "noinline", "-c",
 				fmt.Sprintf("%s record -q -F 997 --call-graph %s -o %s -- %s", perf, callGraph, data, cmdline), "-n",
 				fmt.Sprintf(`profile-997 /execname == "%s"/ { @[ustack()] = count(); }`, w.comm))
 			if r.code != 0 {
@@ -437,7 +439,7 @@ func perfName(dso string, ip uint64, sym string) perfFrame {
 			ef.Close()
 		}
 		// As usym names them: a stripped file's local functions from
-		// its debug file, when one is installed.
+		// its debug file, when one is installed, and demangled.
 		s, ok := f.ByAddress(ip)
 		if !ok && f.Stripped() {
 			if d, err := elfsym.DebugFile(f); err == nil && d != nil {
@@ -445,7 +447,7 @@ func perfName(dso string, ip uint64, sym string) perfFrame {
 			}
 		}
 		if ok {
-			return perfFrame{mod, s.Name}
+			return perfFrame{mod, usym.Demangle(s.Name)}
 		}
 		return perfFrame{mod, "?"}
 	}

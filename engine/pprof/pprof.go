@@ -113,12 +113,20 @@ func Build(samples []Sample, t Type) *profile.Profile {
 				if st.User != user {
 					continue
 				}
+				// Functions inlined at an address are lines of its
+				// location, innermost first, as pprof has them.
+				var inlined []string
 				for i, f := range st.Frames {
+					if strings.HasSuffix(f, usym.InlinedMark) {
+						inlined = append(inlined, strings.TrimSuffix(f, usym.InlinedMark))
+						continue
+					}
 					var pc uint64
 					if i < len(st.PCs) { // a cut stack's marker has no address
 						pc = st.PCs[i]
 					}
-					ps.Location = append(ps.Location, b.location(f, pc, st))
+					ps.Location = append(ps.Location, b.location(f, pc, st, inlined))
+					inlined = nil
 				}
 			}
 		}
@@ -153,6 +161,7 @@ type locKey struct {
 	mapping uint64
 	addr    uint64
 	text    string // for a frame whose address is not known
+	inlined int    // functions inlined there: a stack's first address has its own
 }
 
 type mapKey struct {
@@ -168,8 +177,9 @@ type builder struct {
 }
 
 // location returns the location of frame f at pc (0 when unknown) of
-// stack st, made on first use.
-func (b *builder) location(f string, pc uint64, st Stack) *profile.Location {
+// stack st, with the functions inlined there (frames as text, innermost
+// first), made on first use.
+func (b *builder) location(f string, pc uint64, st Stack, inlined []string) *profile.Location {
 	module, fn := splitFrame(f)
 	var m *profile.Mapping
 	if st.User && pc != 0 {
@@ -184,7 +194,7 @@ func (b *builder) location(f string, pc uint64, st Stack) *profile.Location {
 		}
 		m = b.mapping(usym.Mapped{Path: file})
 	}
-	k := locKey{addr: pc}
+	k := locKey{addr: pc, inlined: len(inlined)}
 	if m != nil {
 		k.mapping = m.ID
 	}
@@ -195,8 +205,13 @@ func (b *builder) location(f string, pc uint64, st Stack) *profile.Location {
 		return l
 	}
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
+	for _, in := range inlined {
+		if m, ifn := splitFrame(in); ifn != "" {
+			l.Line = append(l.Line, profile.Line{Function: b.function(ifn, m)})
+		}
+	}
 	if fn != "" {
-		l.Line = []profile.Line{{Function: b.function(fn, module)}}
+		l.Line = append(l.Line, profile.Line{Function: b.function(fn, module)})
 		if m != nil {
 			m.HasFunctions = true
 		}

@@ -2,6 +2,7 @@ package pprof
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -57,5 +58,32 @@ func TestBuild(t *testing.T) {
 	// A bare address has no function.
 	if l := p.Sample[1].Location[2]; len(l.Line) != 0 {
 		t.Errorf("an unresolved address has lines %v", l.Line)
+	}
+}
+
+// TestBuildInlined: functions inlined at an address are lines of its
+// location, innermost first, not locations of their own.
+func TestBuildInlined(t *testing.T) {
+	samples := []Sample{{Value: 1, Stacks: []Stack{{User: true,
+		Frames: []string{"inl`depth3 (inlined)", "inl`depth2 (inlined)", "inl`outer+0x8", "inl`main+0x1a"},
+		PCs:    []uint64{0x1197, 0x1197, 0x1197, 0x1079}}}}}
+	var buf bytes.Buffer
+	if err := Write(&buf, samples, Type{"samples", "count"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs := p.Sample[0].Location
+	if len(locs) != 2 {
+		t.Fatalf("%d locations, want 2 (outer with its inlined functions, main)", len(locs))
+	}
+	var lines []string
+	for _, l := range locs[0].Line {
+		lines = append(lines, l.Function.Name)
+	}
+	if want := []string{"depth3", "depth2", "outer"}; !slices.Equal(lines, want) {
+		t.Errorf("outer's location has lines %q, want %q", lines, want)
 	}
 }

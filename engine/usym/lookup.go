@@ -7,6 +7,7 @@ import (
 
 // Location is where an address of a process lies, as far as it is known:
 // Module is empty when no file maps it, Func when no symbol holds it.
+// Func is demangled (see Demangle).
 type Location struct {
 	Module string // the mapped file's base name
 	Func   string
@@ -17,27 +18,88 @@ type Location struct {
 // uaddr( ) print, and Frame renders as a stack frame. A stripped file's
 // local functions are named from its debug file, when one is installed.
 func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
+	loc, _, _ := s.locate(pid, pc)
+	return loc
+}
+
+// locate finds where pc lies in process pid, and the symbols of the file
+// mapped there (nil if none) with pc's virtual address in it.
+func (s *Symbolizer) locate(pid int, pc uint64) (Location, *symFile, uint64) {
 	m, ok := s.mapping(pid, pc)
 	if !ok || !m.IsFile() {
-		return Location{}
+		return Location{}, nil, 0
 	}
 	loc := Location{Module: filepath.Base(m.Path)}
 	sf := s.file(m)
 	if sf.f == nil {
-		return loc
+		return loc, nil, 0
 	}
 	v, err := sf.f.Address(m.FileOffset(pc))
 	if err != nil {
-		return loc
+		return loc, nil, 0
 	}
 	sym, ok := sf.f.ByAddress(v)
 	if d := sf.debugFile(); !ok && d != nil {
 		sym, ok = d.ByAddress(v)
 	}
 	if ok {
-		loc.Func, loc.Offset = sym.Name, v-sym.Value
+		loc.Func, loc.Offset = Demangle(sym.Name), v-sym.Value
 	}
-	return loc
+	return loc, sf, v
+}
+
+// InlinedMark ends a frame naming a function inlined at the address of
+// the frame after it.
+const InlinedMark = " (inlined)"
+
+// Frames renders pc as Frame does, preceded, when inline is set, by the
+// functions the compiler inlined there, innermost first, as perf shows
+// them: module`function (inlined). They come from the DWARF of the file
+// or of its debug file. ret says pc is a return address (every frame of
+// a stack but the first): the call it returns from, just before it, is
+// what was inlined, for the call may be the inlined copy's last
+// instruction.
+func (s *Symbolizer) Frames(pid int, pc uint64, ret, inline bool) []string {
+	loc, sf, v := s.locate(pid, pc)
+	frame := render(loc, pc)
+	if !inline || sf == nil || loc.Func == "" {
+		return []string{frame}
+	}
+	chain := sf.inlinedAt(v, ret, loc.Module)
+	out := make([]string, 0, len(chain)+1)
+	return append(append(out, chain...), frame)
+}
+
+// inlinedAt returns the frames of the functions inlined at virtual
+// address v of the file (module is its name), innermost first, through
+// the file's cache.
+func (sf *symFile) inlinedAt(v uint64, ret bool, module string) []string {
+	k := inlineKey{v, ret}
+	sf.mu.Lock()
+	chain, ok := sf.inlined[k]
+	sf.mu.Unlock()
+	if ok {
+		return chain
+	}
+	if ret && v > 0 {
+		v--
+	}
+	f := sf.f
+	if !f.HasDWARF() {
+		f = sf.debugFile()
+	}
+	if f != nil && f.HasDWARF() {
+		for _, name := range f.InlineChain(v) {
+			chain = append(chain, module+"`"+Demangle(name)+InlinedMark)
+		}
+	}
+	sf.mu.Lock()
+	if sf.inlined == nil || len(sf.inlined) >= maxInlined {
+		sf.inlined = map[inlineKey][]string{}
+	}
+	sf.inlined[k] = chain
+	sf.mu.Unlock()
+	return chain
 }
 
 // Mapped is the file mapping that holds an address, for profiles that

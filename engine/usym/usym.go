@@ -71,7 +71,20 @@ type fileKey struct {
 type symFile struct {
 	f, debug *elfsym.File
 	fetched  *fetch
+	// inlined caches the inlined frames at the file's addresses (see
+	// Frames): a profile meets the same few addresses again and again.
+	mu      sync.Mutex
+	inlined map[inlineKey][]string
 }
+
+type inlineKey struct {
+	addr uint64
+	ret  bool
+}
+
+// maxInlined bounds a file's inlined cache: past it the cache starts
+// again.
+const maxInlined = 1 << 12
 
 // debugFile returns the symbols of sf's debug file, as far as they are
 // known yet.
@@ -233,7 +246,11 @@ func (s *Symbolizer) reread(pid int) bool {
 // Frame renders pc in process pid: module`function+0xoff, module`0xaddr
 // when the module is known but not the function, or the bare address.
 func (s *Symbolizer) Frame(pid int, pc uint64) string {
-	loc := s.Lookup(pid, pc)
+	return render(s.Lookup(pid, pc), pc)
+}
+
+// render renders pc, found at loc, as a stack frame.
+func render(loc Location, pc uint64) string {
 	switch {
 	case loc.Module == "":
 		return "0x" + strconv.FormatUint(pc, 16)

@@ -1,6 +1,11 @@
 package usym
 
 import (
+	"os/exec"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 	"os"
 	"reflect"
 	"strings"
@@ -72,5 +77,80 @@ func TestPrune(t *testing.T) {
 	s.prune()
 	if _, ok := s.procs[2]; ok {
 		t.Error("a process whose watch ended is kept")
+	}
+}
+
+// inlineSrc has depth3 inlined into depth2 and depth2 into outer (-O2),
+// and sleeps until killed.
+const inlineSrc = `
+#include <unistd.h>
+static int depth3(int x) { return getppid() + x; }
+static int depth2(int x) { return depth3(x * 2) + 1; }
+__attribute__((noinline)) int outer(int x) { return depth2(x + 1) * 3; }
+int main(void) { int n = 0; for (;;) { n += outer(n); sleep(100); } }
+`
+
+// BenchmarkFramesInlined: symbolising a 20-frame stack whose every frame
+// is the return address of a call with two functions inlined at it (a
+// live C program built -O2 -g), with the inlined frames and without
+// them, after the first lookup has read the file's DWARF.
+func BenchmarkFramesInlined(b *testing.B) {
+	prog := bpftest.BuildC(b, b.TempDir(), "inl", inlineSrc, "-O2", "-g")
+	cmd := exec.Command(prog)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	f, err := elfsym.Open(prog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	outer, _ := f.Lookup("outer")
+	off, err := f.FileOffset(outer.Value)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pc uint64
+	for pc == 0 {
+		ms, err := procmaps.Read(cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.Path == prog && m.Offset <= off && off < m.Offset+(m.End-m.Start) {
+				pc = m.Start + off - m.Offset
+			}
+		}
+	}
+	s := New()
+	pid := cmd.Process.Pid
+	// The return address of the call to getppid, inlined twice, is in
+	// outer: the first address past the copies' start that shows both.
+	var ret uint64
+	for a := pc; a < pc+outer.Size; a++ {
+		if len(s.Frames(pid, a, true, true)) == 3 {
+			ret = a
+			break
+		}
+	}
+	if len(s.Frames(pid, ret, true, true)) != 3 {
+		b.Fatal("no address in outer has two inlined frames")
+	}
+	for _, inline := range []bool{false, true} {
+		name := "noinline"
+		if inline {
+			name = "inline"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				n = 0
+				for i := 0; i < 20; i++ {
+					n += len(s.Frames(pid, ret, true, inline))
+				}
+			}
+			b.ReportMetric(float64(n), "frames")
+		})
 	}
 }

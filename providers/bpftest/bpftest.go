@@ -96,6 +96,26 @@ func BuildCFiles(t testing.TB, dir, out string, srcs map[string]string, flags ..
 	return filepath.Join(dir, out)
 }
 
+// BuildCXX compiles the C++ program src with g++ and flags into
+// dir/name and returns its path. Without g++ the test skips — or fails
+// with DSTAR_REQUIRE_BPF=1 (.ci/run installs g++).
+func BuildCXX(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		Skip(t, "g++ is not installed: it builds the C++ programs user stacks are tested on (apt-get install g++)")
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".cc"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gxx, append(append([]string{name + ".cc"}, flags...), "-o", name)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("g++ %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, b)
+	}
+	return filepath.Join(dir, name)
+}
+
 // BuildGo builds the Go program src (one main package, no dependencies)
 // with the go command and flags into dir/name and returns its path.
 func BuildGo(t testing.TB, dir, name, src string, flags ...string) string {

@@ -82,6 +82,9 @@ type File struct {
 	// debug file, and debugCRC that file's CRC-32.
 	debugLink string
 	debugCRC  uint32
+	// dwarf: the file has .debug_info (see InlineChain).
+	dwarf bool
+	key   cacheKey // the file version it was read from
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -221,6 +224,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.key = key
 	cache.Lock()
 	// Drop older versions of the same path: they are stale.
 	for k, c := range cache.files {
@@ -260,6 +264,9 @@ func parse(path string) (*File, error) {
 		}
 	}
 	f.Go = ef.Section(".gopclntab") != nil
+	if s := ef.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+		f.dwarf = true
+	}
 	f.BuildID = buildID(ef)
 	f.debugLink, f.debugCRC = debugLink(ef)
 

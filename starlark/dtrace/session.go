@@ -72,6 +72,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 			opts.CPU, opts.OnCPU = engine.ParseCPU(val)
 		case "stackfmt":
 			opts.Folded = val == "folded"
+		case "noinline":
+			opts.NoInline = engine.OptionSet(s.opts, "noinline")
 		case "flowindent":
 			opts.FlowIndent = val != "0" && val != "false"
 		case "switchrate":

@@ -1,0 +1,174 @@
+package elfsym
+
+import (
+	"debug/elf"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/dstar-trace/dstar/providers/bpftest"
+)
+
+// inlineSrc has depth3 inlined into depth2, and depth2 into outer, at
+// -O2: the getppid call lies in all three.
+const inlineSrc = `
+#include <unistd.h>
+static int depth3(int x) { return getppid() + x; }
+static int depth2(int x) { return depth3(x * 2) + 1; }
+__attribute__((noinline)) int outer(int x) { return depth2(x + 1) * 3; }
+int main(void) { return outer(1) == 0; }
+`
+
+// TestInlineChain: the address of the call inlined twice expands to
+// depth3 then depth2, and outer's own code outside them to nothing; a
+// file without DWARF expands nothing, and so does its table's absence.
+func TestInlineChain(t *testing.T) {
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "inl", inlineSrc, "-O2", "-g")
+	f, err := Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.HasDWARF() {
+		t.Fatal("a -g build has no DWARF")
+	}
+	call := firstCall(t, prog, "outer")
+	if got, want := f.InlineChain(call), []string{"depth3", "depth2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("InlineChain(call in outer) = %q, want %q", got, want)
+	}
+	outer, _ := f.Lookup("outer")
+	if got := f.InlineChain(outer.Value + outer.Size - 1); got != nil {
+		t.Errorf("InlineChain(outer's last byte) = %q, want none", got)
+	}
+	if got := f.InlineChain(0); got != nil {
+		t.Errorf("InlineChain(0) = %q", got)
+	}
+
+	plain := bpftest.BuildC(t, dir, "plain", inlineSrc, "-O2")
+	p, err := Open(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasDWARF() || p.InlineChain(firstCall(t, plain, "outer")) != nil {
+		t.Error("a build without -g has inlined frames")
+	}
+}
+
+// firstCall returns the address of the first call instruction (e8
+// rel32, the x86-64 near call) in function fn of the program at path:
+// outer's, built -O2, opens with it.
+func firstCall(t *testing.T, path, fn string) uint64 {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := f.Lookup(fn)
+	if !ok {
+		t.Fatalf("no %s", fn)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	b, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := b[s.Value-text.Addr : s.Value-text.Addr+s.Size]
+	for i := 0; i+5 <= len(code); i++ {
+		if code[i] == 0xe8 {
+			return s.Value + uint64(i)
+		}
+	}
+	t.Fatalf("no call in %s", fn)
+	return 0
+}
+
+// TestInlineCacheBounded: past its budget the cache lets the least
+// recently used table go, and a file asked for again is read again.
+func TestInlineCacheBounded(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(bpftest.BuildC(t, dir, "a", inlineSrc, "-O2", "-g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(bpftest.BuildC(t, dir, "b", inlineSrc, "-O2", "-g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := inlines(a).weight()
+	old := inlineBudget
+	inlineBudget = w + w/2
+	defer func() { inlineBudget = old }()
+	inlines(b)
+	inlineCache.Lock()
+	_, hasA := inlineCache.tabs[a.key]
+	_, hasB := inlineCache.tabs[b.key]
+	total := inlineCache.weight
+	inlineCache.Unlock()
+	if hasA || !hasB || total > inlineBudget {
+		t.Errorf("over budget: a kept %v, b kept %v, %d bytes held of %d; want only b", hasA, hasB, total, inlineBudget)
+	}
+	if got := a.InlineChain(firstCall(t, a.Path, "outer")); len(got) != 2 {
+		t.Errorf("a, read again: %q", got)
+	}
+}
+
+// libcDebug returns libc's separate debug file, or skips.
+func libcDebug(b *testing.B) *File {
+	lib, err := Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		b.Skip(err)
+	}
+	d, err := DebugFile(lib)
+	if err != nil || !d.HasDWARF() {
+		b.Skip("libc's debug file is not installed (libc6-dbg)")
+	}
+	return d
+}
+
+// BenchmarkReadInlinesLibc: reading libc's inline table from its debug
+// file (libc6-dbg), once per iteration. dwarfbytes are the sections read
+// (what a reading allocates is B/op), heldbytes the heap the table keeps
+// once the DWARF is let go.
+func BenchmarkReadInlinesLibc(b *testing.B) {
+	d := libcDebug(b)
+	var t *inlineTable
+	for b.Loop() {
+		t = readInlines(d.Path)
+	}
+	var before, after runtime.MemStats
+	t = nil
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	t = readInlines(d.Path)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heldbytes")
+	ef, err := elf.Open(d.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ef.Close()
+	_, size, _ := inlineDWARF(ef)
+	b.ReportMetric(float64(size), "dwarfbytes")
+	b.ReportMetric(float64(len(t.ranges)), "ranges")
+	b.ReportMetric(float64(t.weight()), "weight")
+}
+
+// BenchmarkInlineChainLibc: one lookup in libc's table, once read.
+func BenchmarkInlineChainLibc(b *testing.B) {
+	d := libcDebug(b)
+	t := inlines(d)
+	if t == nil || len(t.ranges) == 0 {
+		b.Skip("no inline ranges")
+	}
+	i := 0
+	for b.Loop() {
+		d.InlineChain(t.ranges[i%len(t.ranges)].lo)
+		i += 7
+	}
+}
