@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -265,6 +267,47 @@ func TestGoUserStack(t *testing.T) {
 			// 300 ms at 997 Hz: some 300 samples, nearly all in inner.
 			if n < 50 {
 				t.Errorf("%d samples in main.inner ← main.outer ← main.main:\n%s", n, r.stdout)
+			}
+		})
+	}
+}
+
+// TestGoStrippedUserStack: a Go program stripped of everything a strip
+// can take (-ldflags='-s -w': no .symtab, no DWARF), and a copy stripped
+// of its section headers as well, has its frames named from its
+// .gopclntab: main's functions and the runtime's.
+func TestGoStrippedUserStack(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildGo(t, dir, "gosw", goChain, "-ldflags=-s -w")
+	b, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noshdr := filepath.Join(dir, "gonoshdr")
+	if err := os.WriteFile(noshdr, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bpftest.StripSectionHeaders(t, noshdr)
+	for _, p := range []string{prog, noshdr} {
+		name := filepath.Base(p)
+		t.Run(name, func(t *testing.T) {
+			r := dstar(t, 60*time.Second, "-q", "-c", p, "-n",
+				`profile-997 /pid == $target/ { @[ustack()] = count(); }`)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			// The walk without DWARF may miss a frame above a leaf: only
+			// the names are checked, not the whole chain.
+			re := regexp.MustCompile("(?m)^ {14}" + name + "`main\\.inner\\+0x[0-9a-f]+\n(?: {14}.*\n)*? {14}" +
+				name + "`runtime\\.main\\+0x[0-9a-f]+\n(?: {14}.*\n)* +(\\d+)\n")
+			n := 0
+			for _, m := range re.FindAllStringSubmatch(r.stdout, -1) {
+				k, _ := strconv.Atoi(m[1])
+				n += k
+			}
+			if n < 50 {
+				t.Errorf("%d samples in main.inner ... runtime.main:\n%s", n, r.stdout)
 			}
 		})
 	}

@@ -58,3 +58,23 @@ func AddMiniDebugInfo(t testing.TB, path string, keep ...string) {
 	os.Remove(debug)
 	os.Remove(path + ".mini.xz")
 }
+
+// StripSectionHeaders removes the section headers of the 64-bit
+// little-endian ELF file at path, as sstrip does: the program still
+// runs (the kernel loads segments), but no section can be found by name.
+func StripSectionHeaders(t testing.TB, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 64 || string(b[:4]) != "\x7fELF" || b[4] != 2 || b[5] != 1 {
+		t.Fatalf("%s is not a 64-bit little-endian ELF file", path)
+	}
+	// e_shoff (8 bytes at 0x28), e_shnum (0x3c), e_shstrndx (0x3e).
+	clear(b[0x28:0x30])
+	clear(b[0x3c:0x40])
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,7 +19,6 @@ package elfsym
 
 import (
 	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"os"
@@ -263,7 +262,8 @@ func parse(path string) (*File, error) {
 			f.loads = append(f.loads, p.ProgHeader)
 		}
 	}
-	f.Go = ef.Section(".gopclntab") != nil
+	pcln, pclnErr := goPCLNTab(ef)
+	f.Go = pcln != nil
 	if s := ef.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
 		f.dwarf = true
 	}
@@ -317,8 +317,11 @@ func parse(path string) (*File, error) {
 		add(mini, MiniDebug)
 		f.MiniDebug = len(mini) > 0
 	}
+	if pclnErr != nil && !hasSymtab {
+		return nil, fmt.Errorf("%s: reading .gopclntab: %w", path, pclnErr)
+	}
 	if !hasSymtab && f.Go {
-		gs, err := goFuncs(ef)
+		gs, err := goFuncs(ef, pcln)
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
 		}
@@ -351,32 +354,6 @@ func parse(path string) (*File, error) {
 		}
 	}
 	return f, nil
-}
-
-// goFuncs reads the functions of a Go binary from its .gopclntab, which
-// survives -ldflags=-s.
-func goFuncs(ef *elf.File) ([]Symbol, error) {
-	sec := ef.Section(".gopclntab")
-	data, err := sec.Data()
-	if err != nil {
-		return nil, err
-	}
-	var text uint64
-	if t := ef.Section(".text"); t != nil {
-		text = t.Addr
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Symbol, 0, len(tab.Funcs))
-	for _, fn := range tab.Funcs {
-		if fn.Entry == 0 || fn.End <= fn.Entry {
-			continue
-		}
-		out = append(out, Symbol{Name: fn.Name, Value: fn.Entry, Size: fn.End - fn.Entry, Global: true, Source: GoPCLNTab})
-	}
-	return out, nil
 }
 
 // buildID returns the GNU build ID note's descriptor, or nil.

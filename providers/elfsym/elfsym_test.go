@@ -215,6 +215,69 @@ func TestGoProgram(t *testing.T) {
 	}
 }
 
+// TestGoStripped: a Go binary built with -ldflags='-s -w' (no .symtab,
+// no DWARF) has its functions named from .gopclntab, and so has one
+// stripped of its section headers too, where the table is found in its
+// read-only segment.
+func TestGoStripped(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"sw", nil},
+		{"swpie", []string{"-buildmode=pie"}},
+	} {
+		path := bpftest.BuildGo(t, dir, tc.name, goProg, append([]string{"-ldflags=-s -w"}, tc.flags...)...)
+		headerless := path + ".noshdr"
+		b, _ := os.ReadFile(path)
+		os.WriteFile(headerless, b, 0o755)
+		bpftest.StripSectionHeaders(t, headerless)
+		for _, p := range []string{path, headerless} {
+			f, err := Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, ok := f.Lookup("main.work")
+			if !f.Go || !ok || s.Source != GoPCLNTab || s.Size == 0 {
+				t.Fatalf("%s: Go %v, Lookup(main.work) = %+v, %v", filepath.Base(p), f.Go, s, ok)
+			}
+			if want := sectionOffset(t, path, s.Value); mustOffset(t, f, s.Value) != want {
+				t.Errorf("%s: main.work at file offset %#x, want %#x", filepath.Base(p), mustOffset(t, f, s.Value), want)
+			}
+			if got, ok := f.ByAddress(s.Value + 1); !ok || got.Name != "main.work" {
+				t.Errorf("%s: ByAddress(main.work+1) = %+v, %v", filepath.Base(p), got, ok)
+			}
+			if _, ok := f.Lookup("runtime.main"); !ok {
+				t.Errorf("%s: no runtime.main", filepath.Base(p))
+			}
+		}
+	}
+}
+
+// TestNotGo: a C program has no Go function table, with its section
+// headers or without.
+func TestNotGo(t *testing.T) {
+	path := bpftest.BuildC(t, t.TempDir(), "c", cProg)
+	bpftest.StripSectionHeaders(t, path)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Go {
+		t.Error("a C program without section headers taken for a Go one")
+	}
+}
+
+func mustOffset(t *testing.T, f *File, v uint64) uint64 {
+	t.Helper()
+	off, err := f.FileOffset(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
 // TestSymboliseSelf names a run-time address of this test binary the way
 // stack symbolisation will: mapping, file offset, virtual address, symbol.
 func TestSymboliseSelf(t *testing.T) {
