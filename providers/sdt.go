@@ -62,6 +62,9 @@ func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
 			ProgType: ebpf.TracePoint,
 			Private:  sdtProbe{e.Group, e.Name},
 		}
+		if sc, ok := rawSyscall(e); ok {
+			pr.ProgType, pr.Private = ebpf.RawTracepoint, sc
+		}
 		out = append(out, pr)
 	}
 	if withArgs {
@@ -75,6 +78,9 @@ func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
 		}
 		for i, pr := range out {
 			pr.Args = formatArgs(fs[i])
+			if sc, ok := pr.Private.(sdtSyscall); ok {
+				slotSyscallArgs(pr.Args, sc)
+			}
 		}
 	}
 	return out, nil
@@ -123,6 +129,10 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
+	if sc, ok := pr.Private.(sdtSyscall); ok {
+		sdtSyscallPrologue(pr, p, sc)
+		return nil
+	}
 	setup(p)
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {
@@ -157,6 +167,9 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 // Attach attaches prog to the tracepoint. It makes sure tracefs is mounted
 // first: the library that opens the tracepoint looks for it only once.
 func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	if sc, ok := pr.Private.(sdtSyscall); ok {
+		return attachRawSyscall(pr, prog, sc.entry)
+	}
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {
 		return nil, fmt.Errorf("%s: not an sdt probe", pr)

@@ -567,6 +567,14 @@ func (pg *probeGen) unusedArgs() uint32 {
 					unused &^= providers.UnusedErrno
 				}
 			}
+			if m, ok := e.(*ast.Member); ok && m.Arrow {
+				// A field the prologue leaves in an arg slot.
+				if id, ok := m.X.(*ast.Ident); ok && id.Name == "args" {
+					if f := check.ArgField(pg.probe, m.Name); f != nil && f.Slot > 0 {
+						unused &^= 1 << (f.Slot - 1)
+					}
+				}
+			}
 			if ix, ok := e.(*ast.Index); ok {
 				if id, ok := ix.X.(*ast.Ident); ok && id.Name == "args" && len(ix.Keys) == 1 {
 					if n, ok := pg.in.ConstInt(ix.Keys[0]); ok && n >= 0 && n < providers.NumArgs {
