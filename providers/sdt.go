@@ -129,8 +129,12 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
-	if sc, ok := pr.Private.(sdtSyscall); ok {
-		sdtSyscallPrologue(pr, p, sc)
+	switch pv := pr.Private.(type) {
+	case sdtSyscall:
+		sdtSyscallPrologue(pr, p, pv)
+		return nil
+	case sdtRawProbe:
+		rawPrologue(p)
 		return nil
 	}
 	setup(p)
@@ -155,6 +159,10 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 		if !isScalar(a) || a.Name == "__syscall_nr" {
 			continue
 		}
+		if p.Unused&(1<<n) != 0 {
+			n++ // no clause reads it: not loaded
+			continue
+		}
 		p.Insns = append(p.Insns, loadCtx(p.Ctx, asm.R0, asm.R1, a.Offset, a.Size, a.Signed && a.Kind == ArgInt)...)
 		storeArg(p, n, asm.R0)
 		n++
@@ -167,8 +175,11 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 // Attach attaches prog to the tracepoint. It makes sure tracefs is mounted
 // first: the library that opens the tracepoint looks for it only once.
 func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
-	if sc, ok := pr.Private.(sdtSyscall); ok {
-		return attachRawSyscall(pr, prog, sc.entry)
+	switch pv := pr.Private.(type) {
+	case sdtSyscall:
+		return attachRawSyscall(pr, prog, pv.entry)
+	case sdtRawProbe:
+		return attachRaw(pr, prog, pv)
 	}
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {

@@ -107,8 +107,10 @@ func TestStackDepthTracing(t *testing.T) {
 		{"two handlers", `syscall::openat:entry` + clause + ` sdt:syscalls::sys_enter_openat /pid == $target/ { @n = count(); }`},
 		{"tp_btf", `rawtp:raw_syscalls::sys_enter` + clause},
 		{"tracepoint", `sdt:syscalls::sys_enter_openat` + clause},
-		// Not a system call's: a tracepoint of its own, on a perf event.
-		{"perf tracepoint", `sdt:sched::sched_process_exit` + clause},
+		// Not a system call's: a tracepoint of its own, on a perf event
+		// when its record is read, else on a raw tracepoint.
+		{"perf tracepoint", `sdt:sched::sched_process_exit /args->pid == pid/ { trace(0); }` + ` sdt:sched::sched_process_exit` + clause},
+		{"tracepoint reading no field", `sdt:sched::sched_process_exit` + clause},
 		// A second program on sys_enter puts its iterator,
 		// __traceiter_sys_enter, between the system call and the
 		// tracepoint's handler.

@@ -166,9 +166,19 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 		}
 		for _, pr := range grp.probes {
 			pg := &probeGen{gen: g}
+			light := false
+			if grp.d == nil {
+				lp := g.contextFree(pr)
+				light, pr = lp != pr, lp
+			}
 			prog, err := pg.program(pr, grp.d != nil, &epid)
 			if err != nil {
 				return nil, err
+			}
+			if light {
+				if err := checkContextFree(prog); err != nil {
+					return nil, err
+				}
 			}
 			if grp.d != nil {
 				prog.TailOf, prog.Key = grp.tailMap(), grp.d.Key(pr)
