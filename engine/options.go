@@ -71,8 +71,9 @@ var options = map[string]optionKind{
 	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
 	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
 	"setenv": optUnsupported, "unsetenv": optUnsupported,
-	// dstar's own: how stack-keyed aggregations print.
-	"stackfmt": optAny,
+	// dstar's own: how stack-keyed aggregations print; whether probes
+	// the kernel refuses are skipped.
+	"stackfmt": optAny, "skiprefused": optBool,
 }
 
 // CheckOption validates -x name=value as dtrace(1) would set it, in its

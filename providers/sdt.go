@@ -6,7 +6,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
@@ -191,7 +190,7 @@ func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if _, err := tracefs.Dir(); err != nil {
 		return nil, fmt.Errorf("%s: %w", pr, err)
 	}
-	l, err := link.Tracepoint(sp.group, sp.event, prog, nil)
+	l, err := attachPerfTracepoint(sp.group, sp.event, prog)
 	if err != nil {
 		return nil, fmt.Errorf("%s: attaching to tracepoint %s:%s: %w", pr, sp.group, sp.event, err)
 	}

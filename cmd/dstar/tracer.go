@@ -309,6 +309,9 @@ func (t *tracer) run() int {
 		t.errorf("allowing destructive actions")
 	}
 
+	// Deferred first, so run last: when the output is complete.
+	var rel releaser
+	defer rel.handOff()
 	out := t.stdout
 	if t.cfg.output != "" {
 		f, err := os.OpenFile(t.cfg.output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -338,6 +341,8 @@ func (t *tracer) run() int {
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 		Folded: t.opts["stackfmt"] == "folded",
 		OnCPU:  onCPU, CPU: cpu,
+		SkipRefused: engine.OptionSet(t.opts, "skiprefused"),
+		Release:     rel.add,
 	})
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {

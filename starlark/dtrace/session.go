@@ -72,6 +72,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 			opts.CPU, opts.OnCPU = engine.ParseCPU(val)
 		case "stackfmt":
 			opts.Folded = val == "folded"
+		case "skiprefused":
+			opts.SkipRefused = engine.OptionSet(s.opts, "skiprefused")
 		case "flowindent":
 			opts.FlowIndent = val != "0" && val != "false"
 		case "switchrate":
