@@ -12,6 +12,11 @@ import (
 // SDT is the sdt provider: every kernel tracepoint, as sdt:GROUP::EVENT.
 // args->field reads the tracepoint's record (fields and offsets from its
 // format file), and arg0..arg9 hold its first integer and pointer fields.
+// A system call's tracepoint runs on the raw sys_enter or sys_exit
+// (sdt_syscalls.go), one whose record no clause reads on a raw tracepoint
+// (sdt_raw.go), and the others on perf events (sdt_perf.go): the kernel
+// releases the first two in a fraction of a millisecond, a perf event in
+// tens.
 type SDT struct {
 	first func() (int, error)
 }
@@ -171,8 +176,8 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	return nil
 }
 
-// Attach attaches prog to the tracepoint. It makes sure tracefs is mounted
-// first: the library that opens the tracepoint looks for it only once.
+// Attach attaches prog to the tracepoint, through whichever hook its
+// probe was compiled for.
 func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	switch pv := pr.Private.(type) {
 	case sdtSyscall:
