@@ -7,6 +7,7 @@ import (
 
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/dcompiler/printf"
+	"github.com/dstar-trace/dstar/engine/sink"
 )
 
 // outputAction carries out setopt(), freopen() and ftruncate() as the
@@ -22,8 +23,8 @@ func (s *Session) outputAction(kind codegen.ActionKind, vals []printf.Value) err
 	case codegen.ActFreopen:
 		return s.freopen(vals[0].Str)
 	case codegen.ActFtruncate:
-		f, ok := s.opts.Out.(*os.File)
-		if !ok || f == os.Stdout {
+		f := s.outFile
+		if f == nil {
 			return fmt.Errorf("ftruncate( ): output is not a file freopen( ) opened")
 		}
 		if err := f.Truncate(0); err != nil {
@@ -73,18 +74,23 @@ func (s *Session) freopen(path string) error {
 	if s.firstOut == nil {
 		s.firstOut = s.opts.Out
 	}
-	if f, ok := s.opts.Out.(*os.File); ok && s.opts.Out != s.firstOut {
-		f.Close()
+	if s.outFile != nil {
+		s.opts.Out.(*sink.Writer).Close()
+		s.outFile.Close()
+		s.outFile = nil
 	}
+	s.opts.Out = s.firstOut
 	if path == "" {
-		s.opts.Out = s.firstOut
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		s.opts.Out = s.firstOut
 		return fmt.Errorf("failed to freopen %s: %v", path, err)
 	}
-	s.opts.Out = f
+	// A failed write to the file is reported, naming it, and stops
+	// tracing: as dtrace, which writes there with its stdio checked.
+	w := sink.New(f, path, false)
+	w.OnFail(func(err *sink.Error) { s.Fail(err) })
+	s.opts.Out, s.outFile = w, f
 	return nil
 }

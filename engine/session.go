@@ -69,6 +69,7 @@ type Session struct {
 
 	mu        sync.Mutex // serialises output and enabling changes
 	firstOut  io.Writer  // where output went before freopen()
+	outFile   *os.File   // the file freopen() opened, if any
 	enablings []*Enabling
 	headerOut bool // the CPU/ID/FUNCTION:NAME header has been printed
 	flow      flowState
@@ -80,6 +81,9 @@ type Session struct {
 	stats    Stats
 	// closedCuts are the user stacks cut short by closed enablings.
 	closedCuts atomic.Uint64
+	// failed is set by Fail: output was lost, and the status says so.
+	failed   atomic.Bool
+	failOnce sync.Once
 }
 
 // Stats counts what a session's programs produced.
@@ -136,6 +140,9 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Status is the exit status a program asked for with exit(n).
 func (s *Session) Status() int {
+	if s.failed.Load() {
+		return 1
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
@@ -143,6 +150,17 @@ func (s *Session) Status() int {
 
 // Stop asks the session to stop, as exit() would.
 func (s *Session) Stop() { s.finish(-1) }
+
+// Fail reports err (once: later calls are ignored) and stops tracing
+// with status 1, as dtrace does when its output cannot be written. It
+// takes no lock that output holds, so a writer may call it.
+func (s *Session) Fail(err error) {
+	s.failOnce.Do(func() {
+		s.failed.Store(true)
+		s.warnf("%v", err)
+		s.finish(-1)
+	})
+}
 
 // finish records an exit( ) status and stops tracing. The last exit( )
 // read decides the status, as in dtrace: END's exit(0) after BEGIN's
@@ -249,6 +267,9 @@ func (s *Session) Close() error {
 		s.remove(e)
 	}
 	wg.Wait()
+	if s.outFile != nil {
+		s.outFile.Close()
+	}
 	return errors.Join(errs...)
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/engine/sink"
 )
 
 // version is what -V prints: the D API version, as dtrace prints it
@@ -28,7 +29,7 @@ func main() {
 	if n := os.Getenv(releaseEnv); n != "" {
 		os.Exit(releaseFiles(n))
 	}
-	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args, sink.Stdout(), os.Stderr))
 }
 
 // progName is the name messages carry: the name dstar was invoked as, so

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dstar-trace/dstar/engine/sink"
 	"github.com/dstar-trace/dstar/starlark/repl"
 	"github.com/dstar-trace/dstar/starlark/script"
 	"github.com/dstar-trace/dstar/stdlib"
@@ -23,7 +24,7 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 		}
 		return 0, false
 	}
-	opts := script.Options{Stdout: stdout, Stderr: stderr, Prog: prog}
+	opts := script.Options{Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName()}
 	switch {
 	case args[0] == "repl":
 		if len(args) > 1 {
@@ -50,7 +51,7 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 // runREPL runs the REPL, with line editing when stdin is a terminal.
 func runREPL(prog string, stdout, stderr io.Writer) int {
 	return repl.Run(repl.Options{
-		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog,
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName(),
 		Terminal: repl.IsTerminal(os.Stdin) && repl.IsTerminal(os.Stdout),
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	dsource "github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/engine/sink"
 	"github.com/dstar-trace/dstar/providers"
 )
 
@@ -193,6 +195,10 @@ func (t *tracer) run() int {
 		t.errorf("%v", err)
 		return exitError
 	}
+	// As dtrace(1), SIGINT and SIGTERM are caught from before compiling:
+	// one then ends the run once compiling or attaching is done.
+	intr := catchInterrupts()
+	defer intr.stop()
 
 	// Targets first: $target must be known when compiling.
 	var kids []*child
@@ -261,11 +267,17 @@ func (t *tracer) run() int {
 			return exitError
 		}
 	}
+	t.hold("compile", intr)
 	prog, err := t.compile(target)
 	if err != nil {
 		killKids()
 		t.compileError(err)
 		return exitError
+	}
+	if intr.seen() {
+		// Interrupted while compiling: nothing was traced.
+		killKids()
+		return exitOK
 	}
 	if t.cfg.showBPF {
 		t.showPrograms(prog)
@@ -312,7 +324,7 @@ func (t *tracer) run() int {
 	// Deferred first, so run last: when the output is complete.
 	var rel releaser
 	defer rel.handOff()
-	out := t.stdout
+	out, outName := t.stdout, sink.StdoutName()
 	if t.cfg.output != "" {
 		f, err := os.OpenFile(t.cfg.output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -321,14 +333,10 @@ func (t *tracer) run() int {
 			return exitError
 		}
 		defer f.Close()
-		out = f
+		out, outName = f, t.cfg.output
 	}
-	bw := newFlushWriter(out)
+	bw := sink.New(out, outName, true)
 	defer bw.Close()
-
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 
 	cpu, onCPU := cpuOption(t.opts)
 	sess := engine.NewSession(engine.Options{
@@ -344,12 +352,17 @@ func (t *tracer) run() int {
 		SkipRefused: engine.OptionSet(t.opts, "skiprefused"),
 		Release:     rel.add,
 	})
+	// Output that cannot be written is reported once, naming the file,
+	// and ends tracing with status 1, as in dtrace.
+	bw.OnFail(func(err *sink.Error) { sess.Fail(err) })
+	t.hold("attach", intr)
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
 		killKids()
 		t.errorf("could not enable tracing: %v", err)
 		return exitError
 	}
+	t.hold("begin", intr)
 	// Where user stacks are walked by call-frame information, the
 	// targets' unwind tables are loaded before they run on, so that
 	// their first stacks are whole: -c commands held at exec are first
@@ -373,8 +386,12 @@ func (t *tracer) run() int {
 	for _, pid := range targetPids {
 		engine.WatchProcess(pid, watching)
 	}
-	for _, k := range kids {
-		k.release()
+	// Interrupted while attaching: the commands never run.
+	released := !intr.seen()
+	if released {
+		for _, k := range kids {
+			k.release()
+		}
 	}
 
 	// As dtrace(1), stop when every -c and -p process has gone, saying
@@ -385,19 +402,12 @@ wait:
 		select {
 		case <-sess.Done():
 			break wait
-		case <-sigs:
+		case <-intr.first:
 			// dtrace(1) ends the line the terminal echoed ^C on, even in
 			// quiet mode, before END's output and the aggregations.
 			if t.opts["outputformat"] != "json" {
 				io.WriteString(bw, "\n")
 			}
-			// A second interrupt leaves at once; the kernel releases every
-			// object with the process's file descriptors.
-			go func() {
-				<-sigs
-				bw.Close()
-				os.Exit(exitError)
-			}()
 			break wait
 		case i := <-exited:
 			if !quiet {
@@ -415,10 +425,20 @@ wait:
 	if err := en.Disable(); err != nil {
 		t.errorf("%v", err)
 	}
-	t.printAggregations(sess, en, bw)
+	t.hold("end", intr)
+	// A second interrupt makes dstar impatient, as dtrace: what was
+	// traced is written, the aggregations are not, and the status is
+	// what it would have been.
+	t.hold("print", intr)
+	if !intr.impatient() {
+		t.printAggregations(sess, en, bw)
+	}
 	bw.Close()
 	status := sess.Status()
 	sess.Close()
+	if !released {
+		killKids()
+	}
 	for _, k := range kids {
 		k.cmd.Process.Kill()
 	}
@@ -568,8 +588,7 @@ func (t *tracer) list() int {
 				return exitError
 			}
 			_ = i
-			t.printList(prog.Probes())
-			return exitOK
+			return t.printList(prog.Probes())
 		}
 		text, err := t.descText(s)
 		if err != nil {
@@ -620,13 +639,12 @@ func (t *tracer) list() int {
 			}
 		}
 	}
-	t.printList(all)
-	return exitOK
+	return t.printList(all)
 }
 
-func (t *tracer) printList(probes []*providers.Probe) {
-	w := newFlushWriter(t.stdout)
-	defer w.Close()
+// printList prints probes as dtrace -l does; a failed write is an error.
+func (t *tracer) printList(probes []*providers.Probe) int {
+	w := sink.New(t.stdout, sink.StdoutName(), true)
 	io.WriteString(w, output.ListHeader())
 	for _, p := range probes {
 		io.WriteString(w, output.ListLine(p.ID, p.Provider, p.Module, p.Function, p.Name))
@@ -635,6 +653,11 @@ func (t *tracer) printList(probes []*providers.Probe) {
 			io.WriteString(w, output.ListAttrs([3]string{pa.Name, pa.Data, pa.Class}, [3]string{aa.Name, aa.Data, aa.Class}, providers.ArgTypes(p)))
 		}
 	}
+	if err := w.Close(); err != nil {
+		t.errorf("%v", err)
+		return exitError
+	}
+	return exitOK
 }
 
 // printAggregations prints, at exit, every aggregation not yet printed.
@@ -643,7 +666,9 @@ func (t *tracer) printAggregations(sess *engine.Session, en *engine.Enabling, w 
 	if t.opts["outputformat"] == "json" {
 		print = en.WriteAggregationsJSON
 	}
-	if err := print(w); err != nil {
+	// A write error is the output's, reported once by its writer.
+	var werr *sink.Error
+	if err := print(w); err != nil && !errors.As(err, &werr) {
 		t.errorf("%v", err)
 	}
 }
@@ -765,4 +790,71 @@ func (t *tracer) header() int {
 		return exitError
 	}
 	return exitOK
+}
+
+// interrupts are SIGINT and SIGTERM, counted as dtrace(1) counts them:
+// the first ends tracing (or the run, once compiling or attaching is
+// done), the second makes dstar impatient (it skips the aggregations'
+// printout; the status stays what it would have been), and a third,
+// which dtrace has no use for, leaves at once: the kernel releases
+// every object with the process's descriptors.
+type interrupts struct {
+	first   chan struct{} // closed at the first
+	count   atomic.Int32
+	arrived chan struct{} // one token per signal, for hold
+	stop    func()
+}
+
+func catchInterrupts() *interrupts {
+	in := &interrupts{first: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				n := in.count.Add(1)
+				select {
+				case in.arrived <- struct{}{}:
+				default:
+				}
+				switch n {
+				case 1:
+					close(in.first)
+				case 3:
+					os.Exit(exitError)
+				}
+			}
+		}
+	}()
+	in.stop = func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+	return in
+}
+
+// seen reports whether an interrupt has come.
+func (in *interrupts) seen() bool { return in.count.Load() > 0 }
+
+// impatient reports whether a second interrupt has come.
+func (in *interrupts) impatient() bool { return in.count.Load() > 1 }
+
+// hold is how a test signals dstar at a chosen phase of its run: with
+// DSTAR_TEST_HOLD=PHASE in its environment, dstar says "holding at
+// PHASE" on standard error when it gets there and waits for a signal.
+// The phases are compile, attach (before probes are attached), begin
+// (after BEGIN), end (after END) and print (before the aggregations).
+func (t *tracer) hold(phase string, in *interrupts) {
+	if os.Getenv("DSTAR_TEST_HOLD") != phase {
+		return
+	}
+	for len(in.arrived) > 0 {
+		<-in.arrived
+	}
+	t.errorf("holding at %s", phase)
+	<-in.arrived
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/printf"
 	"github.com/dstar-trace/dstar/engine/flamegraph"
 	"github.com/dstar-trace/dstar/engine/output"
+	"github.com/dstar-trace/dstar/engine/sink"
 )
 
 // foldedFn is dtrace.folded(agg): an aggregation as s.aggregations()
@@ -62,7 +63,7 @@ func flamegraphFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starla
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fmt.Errorf("%s: %v", b.Name(), &sink.Error{Name: path, Err: err})
 	}
 	return starlark.None, nil
 }

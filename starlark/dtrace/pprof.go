@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dstar-trace/dstar/engine/pprof"
+	"github.com/dstar-trace/dstar/engine/sink"
 )
 
 // pprofFn is dtrace.pprof(s, "@agg", path=None, name=None, type=, unit=,
@@ -69,7 +70,7 @@ func pprofFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	if path != "" {
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			return nil, fmt.Errorf("%s: %v", b.Name(), &sink.Error{Name: path, Err: err})
 		}
 	}
 	if name != "" {

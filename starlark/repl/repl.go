@@ -16,6 +16,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 
+	"github.com/dstar-trace/dstar/engine/sink"
 	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/starlark/dtrace"
 	"github.com/dstar-trace/dstar/starlark/script"
@@ -43,6 +44,8 @@ type Options struct {
 	// History is the history file; "" is ~/.dstar_history. Only a
 	// terminal keeps history.
 	History string
+	// StdoutName names Stdout in a write error ("" is "<stdout>").
+	StdoutName string
 }
 
 // replDialect is the scripts' dialect, with load() binding globally as
@@ -76,8 +79,25 @@ type shell struct {
 
 // Run runs a REPL until end of input or :quit, closes every session, and
 // returns the exit status: 0, or 1 when a signal ended it.
+//
+// Output that cannot be written is reported once and ends the REPL with
+// status 1.
 func Run(opts Options) int {
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	name := opts.StdoutName
+	if name == "" {
+		name = "<stdout>"
+	}
+	out := sink.New(opts.Stdout, name, false)
+	opts.Stdout = out
 	r := newShell(opts)
+	out.OnFail(func(err *sink.Error) {
+		r.errorf("%v", err)
+		r.quitOnce.Do(func() { close(r.quit) })
+		r.runner.Interrupt()
+	})
 	stop := r.catchSignals()
 	defer stop()
 	r.loop()

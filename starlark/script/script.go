@@ -27,6 +27,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/dstar-trace/dstar/engine/metrics"
+	"github.com/dstar-trace/dstar/engine/sink"
 	"github.com/dstar-trace/dstar/providers"
 	"github.com/dstar-trace/dstar/starlark/dtrace"
 	"github.com/dstar-trace/dstar/stdlib"
@@ -42,6 +43,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	Args           []string // dtrace.args
 	Prog           string   // name messages carry
+	// StdoutName names Stdout in a write error ("" is "<stdout>").
+	StdoutName string
 }
 
 // Runner runs Starlark code with the dtrace module, one thread at a time.
@@ -205,14 +208,36 @@ func (r *Runner) load(th *starlark.Thread, module string) (starlark.StringDict, 
 
 // Run runs a script as `dstar run` does: Ctrl-C ends a blocking call or
 // cancels the script (a second one leaves at once), errors print with
-// their Starlark backtrace, and every session is closed at the end. It
-// returns the exit status.
+// their Starlark backtrace, and every session is closed at the end. A
+// failed write to standard output is reported once and ends the script.
+// It returns the exit status.
 func Run(filename string, src any, opts Options) int {
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	name := opts.StdoutName
+	if name == "" {
+		name = "<stdout>"
+	}
+	prog := opts.Prog
+	if prog == "" {
+		prog = "dstar"
+	}
+	out := sink.New(opts.Stdout, name, false)
+	opts.Stdout = out
 	r := New(opts)
+	out.OnFail(func(err *sink.Error) {
+		fmt.Fprintf(r.opts.Stderr, "%s: %v\n", prog, err)
+		r.thread.Cancel(err.Error())
+		r.Interrupt()
+	})
 	stop := r.catchInterrupts()
 	defer stop()
 	err := r.ExecFile(filename, src)
 	r.Close()
+	if out.Err() != nil {
+		return 1 // reported, and the script's end is its consequence
+	}
 	if err != nil {
 		PrintError(opts.Stderr, err)
 		return 1
