@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -79,6 +80,12 @@ func TestNothingLeftBehind(t *testing.T) {
 	}
 	if after := openFDs(t); after != before {
 		t.Errorf("%d file descriptors before, %d after", before, after)
+	}
+	// The kernel frees a program an RCU grace period after its last link
+	// goes: give it a few.
+	deadline := time.Now().Add(5 * time.Second)
+	for loaded(all) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if n := loaded(all); n != 0 {
 		t.Errorf("%d programs left in the kernel", n)

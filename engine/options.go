@@ -71,9 +71,10 @@ var options = map[string]optionKind{
 	"tree": optUnsupported, "useruid": optUnsupported, "agghist": optUnsupported,
 	"aggpack": optUnsupported, "aggzoom": optUnsupported, "encoding": optUnsupported,
 	"setenv": optUnsupported, "unsetenv": optUnsupported,
-	// dstar's own: how stack-keyed aggregations print, and whether user
-	// stacks show inlined functions.
-	"stackfmt": optAny, "noinline": optBool,
+	// dstar's own: how stack-keyed aggregations print, whether user
+	// stacks show inlined functions, whether probes the kernel refuses
+	// are skipped.
+	"stackfmt": optAny, "noinline": optBool, "skiprefused": optBool,
 }
 
 // CheckOption validates -x name=value as dtrace(1) would set it, in its

@@ -52,6 +52,15 @@ type Options struct {
 	// same option, records nothing on other CPUs.)
 	OnCPU bool
 	CPU   int
+	// SkipRefused (-x skiprefused) enables the probes the kernel accepts
+	// and skips, with a warning saying how many and why, those it
+	// refuses; without it a refusal fails the enabling.
+	SkipRefused bool
+	// Release, when set, is handed the files whose close only waits on
+	// the kernel's clean-up, once nothing fires from them (the perf
+	// events of tracepoints: about 27 ms each, one after another): the
+	// caller closes them when it pleases. Unset, they are closed here.
+	Release func([]*os.File)
 	// OnEvent, when set, receives every event instead of it being printed.
 	OnEvent func(*Event)
 }

@@ -66,3 +66,24 @@ func (r *Registry) Dispatcher(pr *Probe) (Dispatcher, string) {
 	}
 	return nil, ""
 }
+
+// ContextFreer is implemented by providers that can fire a probe from a
+// kernel hook that costs less to make or to release when no clause reads
+// anything of the probe's context (its arguments or record).
+type ContextFreer interface {
+	// ContextFree returns pr as fired from that hook, with the same ID,
+	// or nil when pr has no such hook.
+	ContextFree(pr *Probe) *Probe
+}
+
+// ContextFree is pr's context-free form, through its provider, or nil.
+func (r *Registry) ContextFree(pr *Probe) *Probe {
+	prov, err := r.ProviderOf(pr)
+	if err != nil {
+		return nil
+	}
+	if cf, ok := prov.(ContextFreer); ok {
+		return cf.ContextFree(pr)
+	}
+	return nil
+}

@@ -94,6 +94,7 @@ const (
 	ArgArray                  // an inline array (char comm[16]) of Size bytes at Offset
 	ArgDataLoc                // a __data_loc: a u32 at Offset, (len<<16)|offset of the data
 	ArgRelLoc                 // a __rel_loc: like ArgDataLoc, but the offset is from the end of the u32
+	ArgConst                  // a value fixed when the probe was found (Value), read from nowhere
 )
 
 // Arg is one argument of a probe.
@@ -112,6 +113,13 @@ type Arg struct {
 	// native values the prologue left in arg0..arg9: a translated argument
 	// such as "xlate <psinfo_t *> ((struct task_struct *)arg1)", typed Type.
 	Expr string
+	// Slot, when not 0, says the probe's context is not the record the
+	// field belongs to: its prologue leaves the field's value in
+	// arg(Slot-1) instead (sdt syscalls probes on the raw sys_enter and
+	// sys_exit tracepoints). Offset is then unused.
+	Slot int
+	// Value is an ArgConst field's value.
+	Value int64
 }
 
 // Dispatcher is implemented by providers whose probes can share one kernel

@@ -6,13 +6,17 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // SDT is the sdt provider: every kernel tracepoint, as sdt:GROUP::EVENT.
 // args->field reads the tracepoint's record (fields and offsets from its
 // format file), and arg0..arg9 hold its first integer and pointer fields.
+// A system call's tracepoint runs on the raw sys_enter or sys_exit
+// (sdt_syscalls.go), one whose record no clause reads on a raw tracepoint
+// (sdt_raw.go), and the others on perf events (sdt_perf.go): the kernel
+// releases the first two in a fraction of a millisecond, a perf event in
+// tens.
 type SDT struct {
 	first func() (int, error)
 }
@@ -62,6 +66,9 @@ func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
 			ProgType: ebpf.TracePoint,
 			Private:  sdtProbe{e.Group, e.Name},
 		}
+		if sc, ok := rawSyscall(e); ok {
+			pr.ProgType, pr.Private = ebpf.RawTracepoint, sc
+		}
 		out = append(out, pr)
 	}
 	if withArgs {
@@ -75,6 +82,9 @@ func (s *SDT) probes(d Desc, withArgs bool) ([]*Probe, error) {
 		}
 		for i, pr := range out {
 			pr.Args = formatArgs(fs[i])
+			if sc, ok := pr.Private.(sdtSyscall); ok {
+				slotSyscallArgs(pr.Args, sc)
+			}
 		}
 	}
 	return out, nil
@@ -123,6 +133,14 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	if err := checkPrologue(p); err != nil {
 		return err
 	}
+	switch pv := pr.Private.(type) {
+	case sdtSyscall:
+		sdtSyscallPrologue(pr, p, pv)
+		return nil
+	case sdtRawProbe:
+		rawPrologue(p)
+		return nil
+	}
 	setup(p)
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {
@@ -145,6 +163,10 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 		if !isScalar(a) || a.Name == "__syscall_nr" {
 			continue
 		}
+		if p.Unused&(1<<n) != 0 {
+			n++ // no clause reads it: not loaded
+			continue
+		}
 		p.Insns = append(p.Insns, loadCtx(p.Ctx, asm.R0, asm.R1, a.Offset, a.Size, a.Signed && a.Kind == ArgInt)...)
 		storeArg(p, n, asm.R0)
 		n++
@@ -154,9 +176,15 @@ func (*SDT) Prologue(pr *Probe, p *Prologue) error {
 	return nil
 }
 
-// Attach attaches prog to the tracepoint. It makes sure tracefs is mounted
-// first: the library that opens the tracepoint looks for it only once.
+// Attach attaches prog to the tracepoint, through whichever hook its
+// probe was compiled for.
 func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
+	switch pv := pr.Private.(type) {
+	case sdtSyscall:
+		return attachRawSyscall(pr, prog, pv.entry)
+	case sdtRawProbe:
+		return attachRaw(pr, prog, pv)
+	}
 	sp, ok := pr.Private.(sdtProbe)
 	if !ok {
 		return nil, fmt.Errorf("%s: not an sdt probe", pr)
@@ -167,7 +195,7 @@ func (*SDT) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if _, err := tracefs.Dir(); err != nil {
 		return nil, fmt.Errorf("%s: %w", pr, err)
 	}
-	l, err := link.Tracepoint(sp.group, sp.event, prog, nil)
+	l, err := attachPerfTracepoint(sp.group, sp.event, prog)
 	if err != nil {
 		return nil, fmt.Errorf("%s: attaching to tracepoint %s:%s: %w", pr, sp.group, sp.event, err)
 	}

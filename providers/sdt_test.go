@@ -124,13 +124,29 @@ func TestSDTExec(t *testing.T) {
 	}
 }
 
-// TestSDTSyscallArgs attaches to syscalls:sys_enter_openat and checks that
-// arg0.. are the syscall's arguments (__syscall_nr skipped).
+// TestSDTSyscallArgs attaches to syscalls:sys_enter_openat, served on the
+// raw sys_enter tracepoint, and checks that arg0.. are the syscall's
+// arguments (__syscall_nr skipped) and that the record's fields say where
+// the prologue put them.
 func TestSDTSyscallArgs(t *testing.T) {
 	h := newHarness(t, denseLayout)
 	s := NewSDT(func() (int, error) { return 1000, nil })
 	pr := oneProbe(t, s, "sdt:syscalls::sys_enter_openat")
-	c, err := s.Attach(pr, h.program(ebpf.TracePoint, s, pr, threadFilter(t)...))
+	if pr.ProgType != ebpf.RawTracepoint {
+		t.Fatalf("%s is a %v program, want %v", pr, pr.ProgType, ebpf.RawTracepoint)
+	}
+	for i, want := range []struct {
+		name string
+		slot int
+	}{{"dfd", 1}, {"filename", 2}, {"flags", 3}, {"mode", 4}} {
+		if a := pr.Args[i+1]; a.Name != want.name || a.Slot != want.slot {
+			t.Errorf("field %d is %s in slot %d, want %s in slot %d", i+1, a.Name, a.Slot, want.name, want.slot)
+		}
+	}
+	if a := pr.Args[0]; a.Name != "__syscall_nr" || a.Kind != ArgConst || a.Value != unix.SYS_OPENAT {
+		t.Errorf("field 0 is %+v, want __syscall_nr, the constant %d", a, unix.SYS_OPENAT)
+	}
+	c, err := s.Attach(pr, h.program(ebpf.RawTracepoint, s, pr, threadFilter(t)...))
 	if err != nil {
 		t.Fatal(err)
 	}

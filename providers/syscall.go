@@ -327,11 +327,17 @@ func (*Syscall) Attach(pr *Probe, prog *ebpf.Program) (io.Closer, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not a syscall probe", pr)
 	}
+	return attachRawSyscall(pr, prog, sp.entry)
+}
+
+// attachRawSyscall attaches prog to the raw tracepoint sys_enter (entry)
+// or sys_exit.
+func attachRawSyscall(pr *Probe, prog *ebpf.Program, entry bool) (io.Closer, error) {
 	if prog.Type() != ebpf.RawTracepoint {
 		return nil, fmt.Errorf("%s: program type is %v, want %v", pr, prog.Type(), ebpf.RawTracepoint)
 	}
 	tp := "sys_exit"
-	if sp.entry {
+	if entry {
 		tp = "sys_enter"
 	}
 	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})

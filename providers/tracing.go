@@ -30,9 +30,10 @@ func TracingFrames(p *Probe) (program int, funcs []string) {
 			return 1, nil
 		}
 		event := p.Name
-		if p.Provider == "syscall" {
+		if p.Provider == "syscall" || p.Provider == "sdt" && p.Module == "syscalls" {
+			// Both run on the raw sys_enter and sys_exit.
 			event = "sys_enter"
-			if p.Name == "return" {
+			if p.Name == "return" || strings.HasPrefix(p.Name, "sys_exit_") {
 				event = "sys_exit"
 			}
 		}

@@ -26,6 +26,9 @@ const version, dstarVersion = "Oracle D 2.0", "dstar 0.1"
 func init() { runtime.LockOSThread() }
 
 func main() {
+	if n := os.Getenv(releaseEnv); n != "" {
+		os.Exit(releaseFiles(n))
+	}
 	os.Exit(run(os.Args, sink.Stdout(), os.Stderr))
 }
 

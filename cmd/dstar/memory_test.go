@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -121,7 +122,7 @@ dtrace.sleep(1)
 }
 
 // median is the middle value of xs (the upper one of two).
-func median(xs []int) int {
+func median[T cmp.Ordered](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]

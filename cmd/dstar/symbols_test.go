@@ -95,7 +95,8 @@ int main(void) {
 }
 
 // TestStackDepthTracing: however the program is run (a raw tracepoint,
-// tp_btf, a perf tracepoint, or a tracepoint with a second handler, which
+// tp_btf, a perf tracepoint, a system call's tracepoint (served on the raw
+// tracepoint), or one with a second handler, which
 // brings in its iterator's frame), stackdepth counts the frames stack( )
 // prints and caller is the first of them.
 func TestStackDepthTracing(t *testing.T) {
@@ -106,6 +107,10 @@ func TestStackDepthTracing(t *testing.T) {
 		{"two handlers", `syscall::openat:entry` + clause + ` sdt:syscalls::sys_enter_openat /pid == $target/ { @n = count(); }`},
 		{"tp_btf", `rawtp:raw_syscalls::sys_enter` + clause},
 		{"tracepoint", `sdt:syscalls::sys_enter_openat` + clause},
+		// Not a system call's: a tracepoint of its own, on a perf event
+		// when its record is read, else on a raw tracepoint.
+		{"perf tracepoint", `sdt:sched::sched_process_exit /args->pid == pid/ { trace(0); }` + ` sdt:sched::sched_process_exit` + clause},
+		{"tracepoint reading no field", `sdt:sched::sched_process_exit` + clause},
 		// A second program on sys_enter puts its iterator,
 		// __traceiter_sys_enter, between the system call and the
 		// tracepoint's handler.

@@ -321,6 +321,9 @@ func (t *tracer) run() int {
 		t.errorf("allowing destructive actions")
 	}
 
+	// Deferred first, so run last: when the output is complete.
+	var rel releaser
+	defer rel.handOff()
 	out, outName := t.stdout, sink.StdoutName()
 	if t.cfg.output != "" {
 		f, err := os.OpenFile(t.cfg.output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -346,6 +349,8 @@ func (t *tracer) run() int {
 		AggSort: aggSort(t.opts), AggPerCPU: engine.OptionSet(t.opts, "aggpercpu"),
 		Folded: t.opts["stackfmt"] == "folded", NoInline: engine.OptionSet(t.opts, "noinline"),
 		OnCPU: onCPU, CPU: cpu,
+		SkipRefused: engine.OptionSet(t.opts, "skiprefused"),
+		Release:     rel.add,
 	})
 	// Output that cannot be written is reported once, naming the file,
 	// and ends tracing with status 1, as in dtrace.

@@ -687,18 +687,33 @@ func (pg *probeGen) argsField(e *ast.Member, t *types.Type) error {
 		return pg.errorf(e.Pos, "args->%s is not available on %s", e.Name, pg.probe)
 	}
 	switch f.Kind {
+	case providers.ArgConst:
+		pg.emit(asm.LoadImm(asm.R0, f.Value, asm.DWord))
+		return nil
 	case providers.ArgInt, providers.ArgPointer:
 		size := f.Size
 		if f.Kind == providers.ArgPointer || size > 8 {
 			size = 8
 		}
-		pg.emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), sizeOf(size)))
+		pg.loadField(asm.R0, f, size)
 		if t.Kind == types.Int && t.Signed {
 			pg.normalize(asm.R0, size, true)
 		}
 		return nil
 	}
 	return pg.errorf(e.Pos, "args->%s is not a scalar", e.Name)
+}
+
+// loadField loads size bytes of the scalar field f into r: from the
+// probe's context, or from the arg slot its prologue left it in (whole,
+// so narrowed here as the record would have it).
+func (pg *probeGen) loadField(r asm.Register, f *providers.Arg, size int) {
+	if f.Slot == 0 {
+		pg.emit(asm.LoadMem(r, regCtx, int16(f.Offset), sizeOf(size)))
+		return
+	}
+	pg.emit(asm.LoadMem(r, regState, int16(StArgs+8*(f.Slot-1)), asm.DWord))
+	pg.normalize(r, size, false)
 }
 
 // taskField reads current->path... using the kernel's BTF for offsets.

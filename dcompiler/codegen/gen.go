@@ -166,9 +166,19 @@ func Generate(in *check.Info, opts Options) (*Output, error) {
 		}
 		for _, pr := range grp.probes {
 			pg := &probeGen{gen: g}
+			light := false
+			if grp.d == nil {
+				lp := g.contextFree(pr)
+				light, pr = lp != pr, lp
+			}
 			prog, err := pg.program(pr, grp.d != nil, &epid)
 			if err != nil {
 				return nil, err
+			}
+			if light {
+				if err := checkContextFree(prog); err != nil {
+					return nil, err
+				}
 			}
 			if grp.d != nil {
 				prog.TailOf, prog.Key = grp.tailMap(), grp.d.Key(pr)
@@ -565,6 +575,14 @@ func (pg *probeGen) unusedArgs() uint32 {
 					unused &^= 1 << n
 				} else if id.Name == "errno" {
 					unused &^= providers.UnusedErrno
+				}
+			}
+			if m, ok := e.(*ast.Member); ok && m.Arrow {
+				// A field the prologue leaves in an arg slot.
+				if id, ok := m.X.(*ast.Ident); ok && id.Name == "args" {
+					if f := check.ArgField(pg.probe, m.Name); f != nil && f.Slot > 0 {
+						unused &^= 1 << (f.Slot - 1)
+					}
 				}
 			}
 			if ix, ok := e.(*ast.Index); ok {

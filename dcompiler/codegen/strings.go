@@ -353,7 +353,7 @@ func (pg *probeGen) fieldStr(e *ast.Member, base asm.Register, off, size int) er
 		pg.emit(asm.Add.Reg(asm.R3, regCtx))
 		pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
 	case providers.ArgPointer:
-		pg.emit(asm.LoadMem(asm.R3, regCtx, int16(f.Offset), asm.DWord))
+		pg.loadField(asm.R3, f, 8)
 		pg.readStr(base, off, size, asm.FnProbeReadKernelStr)
 	default:
 		return pg.errorf(e.Pos, "args->%s is not a string", e.Name)

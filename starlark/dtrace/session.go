@@ -74,6 +74,8 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 			opts.Folded = val == "folded"
 		case "noinline":
 			opts.NoInline = engine.OptionSet(s.opts, "noinline")
+		case "skiprefused":
+			opts.SkipRefused = engine.OptionSet(s.opts, "skiprefused")
 		case "flowindent":
 			opts.FlowIndent = val != "0" && val != "false"
 		case "switchrate":
