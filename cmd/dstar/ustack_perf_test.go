@@ -291,7 +291,7 @@ func TestUStackAgainstPerf(t *testing.T) {
 			// perf script runs --no-inline: so does dstar.
 			r := dstar(t, 120*time.Second, "-q", "-x", "outputformat=json", "-x", "noinline", "-c",
 				fmt.Sprintf("%s record -q -F 997 --call-graph %s -o %s -- %s", perf, callGraph, data, cmdline), "-n",
-				fmt.Sprintf(`profile-997 /execname == "%s"/ { @[ustack()] = count(); }`, w.comm))
+				fmt.Sprintf(`profile-997 /execname == "%s" && progenyof($target)/ { @[ustack()] = count(); }`, w.comm))
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
