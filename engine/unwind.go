@@ -259,8 +259,18 @@ func (e *Enabling) ustackCuts() uint64 {
 	return e.readCuts()
 }
 
-// readCuts reads the walks' stop counters.
+// readCuts reads the walks' stop counters: the walks cut short with a
+// marker frame.
 func (e *Enabling) readCuts() uint64 {
+	var n uint64
+	for _, stop := range []cfi.Stop{cfi.StopNoMapping, cfi.StopNoRule, cfi.StopUnreadable} {
+		n += e.readStops(stop)
+	}
+	return n
+}
+
+// readStops reads how many walks ended with stop, over every CPU.
+func (e *Enabling) readStops(stop cfi.Stop) uint64 {
 	if e.unwind == nil || e.coll == nil {
 		return 0
 	}
@@ -268,15 +278,35 @@ func (e *Enabling) readCuts() uint64 {
 	if m == nil {
 		return 0
 	}
+	var perCPU []uint64
+	if err := m.Lookup(uint32(stop), &perCPU); err != nil {
+		return 0
+	}
 	var n uint64
-	for _, stop := range []cfi.Stop{cfi.StopNoMapping, cfi.StopNoRule, cfi.StopUnreadable} {
-		var perCPU []uint64
-		if err := m.Lookup(uint32(stop), &perCPU); err != nil {
-			continue
-		}
-		for _, v := range perCPU {
-			n += v
-		}
+	for _, v := range perCPU {
+		n += v
 	}
 	return n
+}
+
+// UStackCut is a count of user stacks cut short for one reason.
+type UStackCut struct {
+	Reason string // as the marker frame names it: "no mapping", ...
+	Count  uint64
+}
+
+// UStackCuts counts e's user-stack walks cut short, by reason, those
+// with none left out: code in no file whose table is loaded ("no
+// mapping"), code with no rule the walker follows ("no rule"), a word of
+// the stack unreadable ("unreadable", a page not resident), and stacks
+// deeper than the walker goes ("depth", whose last frame is the
+// deepest walked, with no marker). Read it before the session is closed.
+func (e *Enabling) UStackCuts() []UStackCut {
+	var cuts []UStackCut
+	for _, stop := range []cfi.Stop{cfi.StopNoMapping, cfi.StopNoRule, cfi.StopUnreadable, cfi.StopDepth} {
+		if n := e.readStops(stop); n > 0 {
+			cuts = append(cuts, UStackCut{stop.String(), n})
+		}
+	}
+	return cuts
 }

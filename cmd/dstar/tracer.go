@@ -434,6 +434,11 @@ wait:
 		t.printAggregations(sess, en, bw)
 	}
 	bw.Close()
+	// User stacks cut short are reported as drops are: each such stack
+	// ends in a marker frame, and the count says how many there were.
+	for _, c := range en.UStackCuts() {
+		t.errorf("%s", output.UStackCuts(c.Count, c.Reason))
+	}
 	status := sess.Status()
 	sess.Close()
 	if !released {

@@ -38,6 +38,17 @@ func Drops(n uint64, cpu int, aggregation bool) string {
 	return strconv.FormatUint(n, 10) + " " + kind + "drop" + s + " on CPU " + strconv.Itoa(cpu)
 }
 
+// UStackCuts is the message, at exit, for user stacks cut short:
+// "3 user stacks cut short: no mapping", the reason as their marker
+// frames name it ("[stack cut: no mapping]").
+func UStackCuts(n uint64, reason string) string {
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return strconv.FormatUint(n, 10) + " user stack" + s + " cut short: " + reason
+}
+
 // Fault is a run-time fault of a clause.
 type Fault int
 

@@ -312,6 +312,14 @@ func (w *walker) stop(l string, s cfi.Stop) {
 	w.at(l)
 	w.emit(asm.Mov.Imm(asm.R7, int32(s)))
 	w.emit(asm.StoreMem(rw, WalkStop, asm.R7, asm.DWord))
+	if s == cfi.StopDepth {
+		// Only a walk stopped at MaxDepth is cut short: one that
+		// stopped at the frames asked for (ucaller's, ustack(5)'s)
+		// is whole, and is counted as ended.
+		w.emit(asm.LoadMem(asm.R1, rw, WalkLimit, asm.DWord))
+		w.emit(asm.JGE.Imm(asm.R1, MaxDepth, w.l("count")))
+		w.emit(asm.Mov.Imm(asm.R7, int32(cfi.StopEnd)))
+	}
 	if s == cfi.StopEnd || s == cfi.StopDepth {
 		w.emit(asm.Ja.Label(w.l("count")))
 		return
