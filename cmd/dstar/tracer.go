@@ -324,7 +324,7 @@ func (t *tracer) run() int {
 	// Deferred first, so run last: when the output is complete.
 	var rel releaser
 	defer rel.handOff()
-	out, outName := t.stdout, sink.StdoutName()
+	out, outName := t.stdout, ""
 	if t.cfg.output != "" {
 		f, err := os.OpenFile(t.cfg.output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -334,6 +334,8 @@ func (t *tracer) run() int {
 		}
 		defer f.Close()
 		out, outName = f, t.cfg.output
+	} else {
+		outName = sink.StdoutName()
 	}
 	bw := sink.New(out, outName, true)
 	defer bw.Close()

@@ -65,9 +65,13 @@ type Writer struct {
 	closed bool
 }
 
-// New returns a Writer to dst, named name in its error. A buffered one
-// flushes every 50 ms until Close; an unbuffered one writes through.
+// New returns a Writer to dst, named name in its error ("" is
+// "<stdout>"). A buffered one flushes every 50 ms until Close; an
+// unbuffered one writes through.
 func New(dst io.Writer, name string, buffered bool) *Writer {
+	if name == "" {
+		name = "<stdout>"
+	}
 	w := &Writer{name: name, dst: dst, stop: make(chan struct{})}
 	if buffered {
 		w.buf = bufio.NewWriterSize(writerFunc(w.writeDst), 64<<10)

@@ -312,9 +312,13 @@ func (t *Tables) load(path string) (*file, error) {
 	return f, nil
 }
 
-// enterRows writes rows into the rows map from index first: with one copy
-// where the map is memory-mapped, else with a batch update.
+// enterRows writes rows into the rows map from index first, through its
+// memory (MapSpecs makes it memory-mapped): one copy.
 func (t *Tables) enterRows(first uint32, rows []cfi.Row) error {
+	mem, err := t.rows.Memory()
+	if err != nil {
+		return err
+	}
 	buf := make([]byte, len(rows)*rowSize)
 	for i, r := range rows {
 		v := buf[i*rowSize : (i+1)*rowSize]
@@ -323,17 +327,7 @@ func (t *Tables) enterRows(first uint32, rows []cfi.Row) error {
 		binary.LittleEndian.PutUint32(v[rowCFAOff:], uint32(r.CFAOff))
 		binary.LittleEndian.PutUint32(v[rowFPOff:], uint32(r.FPOff))
 	}
-	if mem, err := t.rows.Memory(); err == nil {
-		_, err := mem.WriteAt(buf, int64(first)*rowSize)
-		return err
-	}
-	keys := make([]uint32, len(rows))
-	values := make([][rowSize]byte, len(rows))
-	for i := range rows {
-		keys[i] = first + uint32(i)
-		copy(values[i][:], buf[i*rowSize:])
-	}
-	_, err := t.rows.BatchUpdate(keys, values, nil)
+	_, err = mem.WriteAt(buf, int64(first)*rowSize)
 	return err
 }
 

@@ -86,11 +86,7 @@ func Run(opts Options) int {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	name := opts.StdoutName
-	if name == "" {
-		name = "<stdout>"
-	}
-	out := sink.New(opts.Stdout, name, false)
+	out := sink.New(opts.Stdout, opts.StdoutName, false)
 	opts.Stdout = out
 	r := newShell(opts)
 	out.OnFail(func(err *sink.Error) {

@@ -215,15 +215,11 @@ func Run(filename string, src any, opts Options) int {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	name := opts.StdoutName
-	if name == "" {
-		name = "<stdout>"
-	}
 	prog := opts.Prog
 	if prog == "" {
 		prog = "dstar"
 	}
-	out := sink.New(opts.Stdout, name, false)
+	out := sink.New(opts.Stdout, opts.StdoutName, false)
 	opts.Stdout = out
 	r := New(opts)
 	out.OnFail(func(err *sink.Error) {
