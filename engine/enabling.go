@@ -20,6 +20,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/codegen"
 	"github.com/dstar-trace/dstar/engine/output"
 	"github.com/dstar-trace/dstar/providers"
+	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // Enabling is one compiled program loaded into the kernel: its maps,
@@ -251,7 +252,12 @@ func (e *Enabling) ProgramIDs() []ebpf.ProgramID {
 // all of it: refusals cost the kernel nothing, and the attempt takes about
 // half a millisecond a probe. Unless -x skiprefused, one refusal fails the
 // enabling.
+//
+// Once every probe is attached, the session leaves the tracefs gate
+// (tracefs.Busy), which kept releasers from closing perf events while it
+// read formats and opened events.
 func (e *Enabling) attach() error {
+	defer tracefs.Idle()
 	var refused refusals
 	for i, p := range e.Prog.Code.Programs {
 		if p.Probe.Provider == "dtrace" || p.TailOf != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/providers"
+	"github.com/dstar-trace/dstar/providers/tracefs"
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
 
@@ -54,6 +55,9 @@ func TestNothingLeftBehind(t *testing.T) {
 		syscall::getpid:entry { @g = sum(arg0); } sdt:sched::sched_switch { @s[args->prev_comm] = count(); }
 		END { printf("end %d\n", x); }`
 	prog := compile(t, src)
+	// Compiling read formats, which holds the tracefs gate (a lock file)
+	// until the session attaches or a second passes: not the session's.
+	tracefs.Idle()
 	before := openFDs(t)
 	var all []ebpf.ProgramID
 	for i := 0; i < 3; i++ {

@@ -58,6 +58,7 @@ func attachPerfTracepoint(group, event string, prog *ebpf.Program) (*perfTracepo
 		Wakeup:      1,
 	}
 	attr.Size = uint32(unsafe.Sizeof(attr))
+	tracefs.Busy()
 	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) && os.Geteuid() == 0 {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 // The kernel releases a tracepoint's perf event only after a grace
@@ -65,14 +67,17 @@ func (r *releaser) handOff() {
 	}
 }
 
-// releaseFiles is the releaser: it closes the n files it was given.
+// releaseFiles is the releaser: it closes the n files it was given, each
+// while no session is attaching (tracefs.ClosePerfEvents).
 func releaseFiles(n string) int {
 	count, err := strconv.Atoi(n)
 	if err != nil {
 		return exitUsage
 	}
-	for fd := 3; fd < 3+count; fd++ {
-		syscall.Close(fd)
+	fds := make([]int, count)
+	for i := range fds {
+		fds[i] = 3 + i
 	}
+	tracefs.ClosePerfEvents(fds)
 	return exitOK
 }

@@ -137,3 +137,32 @@ func benchRun(b *testing.B, proto *exec.Cmd) {
 	b.ReportMetric(median(teardowns), "s/teardown")
 	b.ReportMetric(median(after), "s/after-output")
 }
+
+// BenchmarkRefusal is the issue's `sdt:::` case: a clause reading a field
+// of every tracepoint, which x86 refuses on irq_vectors:irq_work_exit.
+// dstar tries every probe, says how many were refused and why, and exits
+// 1. The iterations run back to back, each while the previous one's
+// releaser closes its perf events (as a user re-running a command sees):
+// s/run is the median time from launch to the error.
+//
+//	go test ./cmd/dstar -run '^$' -bench Refusal -benchtime 5x
+func BenchmarkRefusal(b *testing.B) {
+	bpftest.Require(b)
+	if _, err := os.Stat("/sys/kernel/tracing/events/irq_vectors/irq_work_exit"); err != nil {
+		bpftest.Skip(b, "no irq_vectors:irq_work_exit tracepoint (not x86)")
+	}
+	var runs []float64
+	for range b.N {
+		start := time.Now()
+		out, err := exec.Command(dstarBin, "-q", "-n", "sdt::: /arg0 != 12345/ { @ = count(); }").CombinedOutput()
+		runs = append(runs, time.Since(start).Seconds())
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "probes could not be enabled: sdt:irq_vectors::irq_work_exit") {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+	b.ReportMetric(median(runs), "s/run")
+	b.StopTimer()
+	for releasers() > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -39,6 +39,7 @@ func readEvents() ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	Busy()
 	b, err := os.ReadFile(filepath.Join(d, "available_events"))
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: reading the event list: %w", err)

@@ -55,6 +55,7 @@ func FormatOf(group, name string) (*Format, error) {
 	if strings.ContainsAny(group+name, "/") || group == ".." || name == ".." {
 		return nil, fmt.Errorf("tracefs: bad event name %s:%s", group, name)
 	}
+	Busy()
 	b, err := os.ReadFile(filepath.Join(d, "events", group, name, "format"))
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: event %s:%s: %w", group, name, err)
