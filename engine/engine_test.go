@@ -13,8 +13,8 @@ import (
 	"github.com/dstar-trace/dstar/dcompiler/source"
 	"github.com/dstar-trace/dstar/engine"
 	"github.com/dstar-trace/dstar/providers"
-	"github.com/dstar-trace/dstar/providers/tracefs"
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/tracefs"
 )
 
 func compile(t testing.TB, src string) *dcompiler.Program {

@@ -48,6 +48,12 @@ func (r *releaser) handOff() {
 	fs := r.files
 	r.files = nil
 	r.mu.Unlock()
+	releaseNow(fs)
+}
+
+// releaseNow closes fs, through a releaser when they are many: what
+// scripts and the REPL do at each detach, their output being complete.
+func releaseNow(fs []*os.File) {
 	if len(fs) > releaseInline {
 		if self, err := os.Executable(); err == nil {
 			cmd := exec.Command(self)

@@ -24,7 +24,7 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 		}
 		return 0, false
 	}
-	opts := script.Options{Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName()}
+	opts := script.Options{Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName(), Release: releaseNow}
 	switch {
 	case args[0] == "repl":
 		if len(args) > 1 {
@@ -51,7 +51,7 @@ func subcommand(prog string, args []string, stdout, stderr io.Writer) (int, bool
 // runREPL runs the REPL, with line editing when stdin is a terminal.
 func runREPL(prog string, stdout, stderr io.Writer) int {
 	return repl.Run(repl.Options{
-		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName(),
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Prog: prog, StdoutName: sink.StdoutName(), Release: releaseNow,
 		Terminal: repl.IsTerminal(os.Stdin) && repl.IsTerminal(os.Stdout),
 	})
 }

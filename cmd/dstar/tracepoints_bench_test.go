@@ -28,6 +28,9 @@ import (
 //     system calls' by the raw sys_enter and sys_exit);
 //   - dstar-fields: a clause reading a field, so every tracepoint but the
 //     system calls' is a perf event, as all of bpftrace's are;
+//   - dstar-run-fields: the same clause attached by a `dstar run`
+//     script, which prints "ready", closes its session and prints
+//     "done";
 //   - bpftrace: tracepoint:GROUP:EVENT.
 //
 // With DSTAR_BASELINE set to another dstar binary (an earlier build),
@@ -76,6 +79,9 @@ func BenchmarkTracepoints(b *testing.B) {
 			b.Run(fmt.Sprintf("%d/dstar-baseline", n), func(b *testing.B) { benchRun(b, exec.Command(base, "-q", "-s", dcount)) })
 		}
 		b.Run(fmt.Sprintf("%d/dstar-fields", n), func(b *testing.B) { benchRun(b, exec.Command(dstarBin, "-q", "-s", dfields)) })
+		script := write("fields.star", fmt.Sprintf("s = dtrace.session(quiet=True)\ns.attach(%q)\nprint(\"ready\")\ns.close()\nprint(\"done\")\n",
+			list+" /arg0 != 12345/ { @ = count(); }"))
+		b.Run(fmt.Sprintf("%d/dstar-run-fields", n), func(b *testing.B) { benchRun(b, exec.Command(dstarBin, "run", script)) })
 		b.Run(fmt.Sprintf("%d/bpftrace", n), func(b *testing.B) {
 			if _, err := exec.LookPath("bpftrace"); err != nil {
 				bpftest.Skip(b, "bpftrace is not installed (.ci/run installs it)")

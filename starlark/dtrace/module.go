@@ -29,6 +29,9 @@ type Host struct {
 	Interrupt <-chan struct{}
 	// Metrics are what dtrace.export exports; `dstar serve` serves them.
 	Metrics *metrics.Set
+	// Release, when set, is every session's engine.Options.Release: it
+	// takes the perf events a detach leaves to close.
+	Release func([]*os.File)
 
 	mu       sync.Mutex
 	profiles map[string][]byte // dtrace.pprof's latest, by name=

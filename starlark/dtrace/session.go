@@ -44,7 +44,7 @@ func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, fmt.Errorf("%s: options are keyword arguments (quiet=True, bufsize=\"4m\", ...)", b.Name())
 	}
 	s := &Session{h: h, events: make(chan *engine.Event, queueSize)}
-	opts := engine.Options{Out: h.stdout(), Err: h.stderr(), Prog: h.prog(), OnEvent: s.enqueue}
+	opts := engine.Options{Out: h.stdout(), Err: h.stderr(), Prog: h.prog(), OnEvent: s.enqueue, Release: h.Release}
 	s.opts = map[string]string{}
 	for _, kv := range kwargs {
 		name := string(kv[0].(starlark.String))

@@ -46,6 +46,8 @@ type Options struct {
 	History string
 	// StdoutName names Stdout in a write error ("" is "<stdout>").
 	StdoutName string
+	// Release is script.Options.Release.
+	Release func([]*os.File)
 }
 
 // replDialect is the scripts' dialect, with load() binding globally as
@@ -118,7 +120,7 @@ func newShell(opts Options) *shell {
 	if opts.Prog == "" {
 		opts.Prog = "dstar"
 	}
-	runner := script.New(script.Options{Stdout: opts.Stdout, Stderr: opts.Stderr, Prog: opts.Prog})
+	runner := script.New(script.Options{Stdout: opts.Stdout, Stderr: opts.Stderr, Prog: opts.Prog, Release: opts.Release})
 	r := &shell{opts: opts, runner: runner, thread: runner.Thread(), globals: starlark.StringDict{}, quit: make(chan struct{})}
 	for name, v := range runner.Predeclared() {
 		r.globals[name] = v

@@ -45,6 +45,9 @@ type Options struct {
 	Prog           string   // name messages carry
 	// StdoutName names Stdout in a write error ("" is "<stdout>").
 	StdoutName string
+	// Release takes the perf events the scripts' detaches leave to close
+	// (engine.Options.Release); nil closes them in the detach.
+	Release func([]*os.File)
 }
 
 // Runner runs Starlark code with the dtrace module, one thread at a time.
@@ -73,7 +76,7 @@ func New(opts Options) *Runner {
 	r := &Runner{opts: opts, interrupt: make(chan struct{}, 1), loaded: map[string]*loadEntry{}}
 	r.host = &dtrace.Host{
 		Stdout: opts.Stdout, Stderr: opts.Stderr, Registry: providers.Default(),
-		Args: opts.Args, Prog: opts.Prog, Interrupt: r.interrupt,
+		Args: opts.Args, Prog: opts.Prog, Interrupt: r.interrupt, Release: opts.Release,
 	}
 	r.thread = &starlark.Thread{
 		Name:  "main",
