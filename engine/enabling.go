@@ -328,16 +328,27 @@ func (e *Enabling) begin() error {
 	return nil
 }
 
+// polled reports whether a probe's record may come without waking the
+// reader: BEGIN's and END's are read when they are fired.
+func (e *Enabling) polled() bool {
+	for _, r := range e.Prog.Code.Records {
+		if !r.Wakes() && !(r.Probe.Provider == "dtrace" && (r.Probe.Name == "BEGIN" || r.Probe.Name == "END")) {
+			return true
+		}
+	}
+	return false
+}
+
 // consume reads records until stopped, waking every switch interval:
 // records are written without wake-ups, so polling is what delivers them.
 func (e *Enabling) consume() {
 	defer e.consumer.Done()
 	wait := e.s.opts.SwitchRate
-	if len(e.Prog.Code.Records) == 0 && e.unwind == nil {
-		// No action records anything and no walk asks for unwind
-		// tables, so only faults and drops can come: dtrace's own
-		// default rate reports them in time, and an agent whose
-		// programs only aggregate stays idle.
+	if !e.polled() {
+		// Only records that wake the reader (exit, faults, unwind
+		// notices) can come: dtrace's own default rate reports drops in
+		// time, and a profile or an agent whose programs only aggregate
+		// stays idle.
 		wait = max(wait, time.Second)
 	}
 	var rec ringbuf.Record

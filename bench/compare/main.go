@@ -6,9 +6,12 @@
 // and peak RSS), the cost each tracer adds to a getpid system call for
 // "@ = count()" against an empty BPF program on the same event, and printf
 // throughput with every record accounted for (delivered or reported as
-// dropped), and tracing every system call at once. Arguments name the
-// measurements to run (startup, overhead, printf, allsyscalls); none runs
-// them all. Run it through bench/run, which builds what it needs.
+// dropped), and tracing every system call at once; and for user stacks,
+// the cost of @[ustack()] at a uprobe 20 frames deep, the CPU that
+// profile-997 { @[ustack()] = count(); } adds on busy CPUs, and the memory
+// of a python3 process's unwind tables. Arguments name the measurements to
+// run (startup, overhead, printf, allsyscalls, ustack, profile, utables);
+// none runs them all. Run it through bench/run, which builds what it needs.
 package main
 
 import (
@@ -36,6 +39,8 @@ var (
 	rounds   = flag.Int("rounds", 5, "rounds of each measurement")
 	calls    = flag.Int("calls", 2_000_000, "getpid calls per overhead run")
 	pcalls   = flag.Int("printf-calls", 500_000, "getpid calls per printf run")
+	ucalls   = flag.Int("ustack-calls", 100_000, "calls of f per ustack run")
+	profDur  = flag.Int("profile-seconds", 10, "seconds of each profile run")
 )
 
 func main() {
@@ -51,7 +56,8 @@ func main() {
 	for _, b := range []struct {
 		name string
 		run  func()
-	}{{"startup", startup}, {"overhead", overhead}, {"printf", printfThroughput}, {"allsyscalls", allSyscalls}} {
+	}{{"startup", startup}, {"overhead", overhead}, {"printf", printfThroughput}, {"allsyscalls", allSyscalls},
+		{"ustack", ustackCost}, {"profile", profileCost}, {"utables", tableMemory}} {
 		if len(only) == 0 || only[b.name] {
 			b.run()
 		}

@@ -733,6 +733,11 @@ func (pg *probeGen) exitGate() {
 	pg.emit(asm.JNE.Imm(asm.R1, want, "exit"))
 }
 
+// Wakes reports whether writing r wakes the consumer (BPF_RB_FORCE_WAKEUP):
+// a record that calls exit(). Others are written without a wake-up and
+// found by polling.
+func (r *Record) Wakes() bool { return hasExit(r) }
+
 func hasExit(r *Record) bool {
 	for _, a := range r.Actions {
 		if a.Kind == ActExit {

@@ -122,7 +122,9 @@ func (pg *probeGen) notice(w int) {
 	pg.emit(storeImm(regState, int16(hdr+HdrSpec), 0, asm.Word))
 	pg.mapPtr(asm.R1, EventsMap)
 	pg.addrOf(asm.R2, regState, hdr)
-	pg.emit(asm.Mov.Imm(asm.R3, HdrSize), asm.Mov.Imm(asm.R4, 0))
+	// BPF_RB_FORCE_WAKEUP: notices are few (one a process, held
+	// noticeHold), and a program that only aggregates is polled seldom.
+	pg.emit(asm.Mov.Imm(asm.R3, HdrSize), asm.Mov.Imm(asm.R4, 2))
 	pg.call(asm.FnRingbufOutput)
 	pg.label(done)
 	pg.emit(asm.Mov.Imm(asm.R0, 0))
