@@ -26,7 +26,7 @@ func (s *Symbolizer) Lookup(pid int, pc uint64) Location {
 // mapped there (nil if none) with pc's virtual address in it.
 func (s *Symbolizer) locate(pid int, pc uint64) (Location, *symFile, uint64) {
 	m, ok := s.mapping(pid, pc)
-	if !ok || !m.IsFile() {
+	if !ok || !m.IsFile() && !m.IsVDSO() {
 		return Location{}, nil, 0
 	}
 	loc := Location{Module: filepath.Base(m.Path)}

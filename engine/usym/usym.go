@@ -30,6 +30,7 @@ import (
 	"github.com/dstar-trace/dstar/providers/debuginfod"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
+	"github.com/dstar-trace/dstar/providers/vdso"
 )
 
 // Symbolizer resolves addresses of many processes; it is safe for
@@ -272,7 +273,11 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 		return sf
 	}
 	sf = &symFile{}
-	if f, err := elfsym.Open(m.Path); err == nil {
+	path, ok := m.Path, true
+	if m.IsVDSO() {
+		path, ok = vdso.Path(m.End - m.Start)
+	}
+	if f, err := elfsym.Open(path); ok && err == nil {
 		sf.f = f
 		// A stripped library's local functions are named only in its
 		// debug file, when one is installed or a debuginfod has it.

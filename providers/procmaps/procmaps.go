@@ -39,6 +39,10 @@ func (m Mapping) Exec() bool { return len(m.Perms) > 2 && m.Perms[2] == 'x' }
 // not a pseudo-path such as [heap] or [vdso]).
 func (m Mapping) IsFile() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
 
+// IsVDSO reports whether the mapping is the kernel's virtual shared
+// object (see package vdso).
+func (m Mapping) IsVDSO() bool { return m.Path == "[vdso]" }
+
 // FileOffset translates run-time address addr within m to an offset in the
 // mapped file.
 func (m Mapping) FileOffset(addr uint64) uint64 { return addr - m.Start + m.Offset }

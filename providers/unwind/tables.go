@@ -18,6 +18,7 @@ import (
 
 	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/procmaps"
+	"github.com/dstar-trace/dstar/providers/vdso"
 )
 
 // Tables fills the walker's maps: the rows of every file a known process
@@ -110,7 +111,7 @@ func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) (bo
 	var added []procMapping
 	keys := map[string]bool{}
 	for _, m := range t.order(ms, root) {
-		pm, err := t.addMapping(pid, m, root+m.Path)
+		pm, err := t.addMapping(pid, m.Mapping, m.path)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -192,24 +193,41 @@ func (t *Tables) undo(pm procMapping) {
 	}
 }
 
-// order returns the executable file mappings of ms in the order to
-// enter them: first those whose files are loaded (entered at once), then
-// the others smallest first, so that walks find as much code as they
-// can as soon as they can while a starting program's large files load.
-func (t *Tables) order(ms []procmaps.Mapping, root string) []procmaps.Mapping {
+// fileMapping is a mapping with the path of its file.
+type fileMapping struct {
+	procmaps.Mapping
+	path string
+}
+
+// order returns the executable file mappings of ms (and the vDSO's) in
+// the order to enter them: first those whose files are loaded (entered
+// at once), then the others smallest first, so that walks find as much
+// code as they can as soon as they can while a starting program's large
+// files load.
+func (t *Tables) order(ms []procmaps.Mapping, root string) []fileMapping {
 	type cand struct {
-		m      procmaps.Mapping
+		m      fileMapping
 		loaded bool
 		size   int64
 	}
 	var cs []cand
 	for _, m := range ms {
-		if !m.Exec() || !m.IsFile() {
+		if !m.Exec() {
 			continue
 		}
-		c := cand{m: m}
+		c := cand{m: fileMapping{m, root + m.Path}}
+		switch {
+		case m.IsFile():
+		case m.IsVDSO():
+			var ok bool
+			if c.m.path, ok = vdso.Path(m.End - m.Start); !ok {
+				continue
+			}
+		default:
+			continue
+		}
 		var st syscall.Stat_t
-		if syscall.Stat(root+m.Path, &st) == nil {
+		if syscall.Stat(c.m.path, &st) == nil {
 			_, c.loaded = t.files[fileKey{uint64(st.Dev), st.Ino, st.Size, st.Mtim.Nano()}]
 			c.size = st.Size
 		}
@@ -224,7 +242,7 @@ func (t *Tables) order(ms []procmaps.Mapping, root string) []procmaps.Mapping {
 		}
 		return cmp.Compare(a.size, b.size)
 	})
-	out := make([]procmaps.Mapping, len(cs))
+	out := make([]fileMapping, len(cs))
 	for i, c := range cs {
 		out[i] = c.m
 	}
