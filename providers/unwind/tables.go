@@ -48,14 +48,19 @@ type file struct {
 	loads        []segment
 }
 
-// segment is a PT_LOAD: where a range of the file's bytes is in its
-// address space.
+// segment is an executable PT_LOAD: where a range of the file's bytes
+// is in its address space.
 type segment struct{ off, vaddr, size uint64 }
 
-// address is the file's address of file offset off.
+// address is the file's address of file offset off, the start of an
+// executable mapping: page-aligned, so it may lie before the segment's
+// first byte, in the page it shares with the segment before (rustc's and
+// lld's layouts put the text right after the read-only data, not at a
+// page of its own).
 func (f *file) address(off uint64) (uint64, bool) {
+	page := uint64(os.Getpagesize())
 	for _, s := range f.loads {
-		if s.off <= off && off < s.off+s.size {
+		if s.off&^(page-1) <= off && off < s.off+s.size {
 			return off - s.off + s.vaddr, true
 		}
 	}
@@ -297,7 +302,7 @@ func (t *Tables) load(path string) (*file, error) {
 	defer ef.Close()
 	f := &file{}
 	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
 			f.loads = append(f.loads, segment{p.Off, p.Vaddr, p.Filesz})
 		}
 	}
