@@ -68,7 +68,7 @@ type stackSample struct {
 // frame pointers whose leaves keep no frame (one reached through libc's
 // qsort, calling back into the program), Debian's gzip, a C++ program
 // (inlining, exceptions, std::sort), a program of four threads, a Go
-// program and Debian's python3 on a pure-Python loop.
+// program, a Rust program and Debian's python3 on a pure-Python loop.
 var unwindWorkloads = []struct {
 	name, comm string
 	build      func(t *testing.T, dir string) string // the command line
@@ -125,6 +125,25 @@ var unwindWorkloads = []struct {
 		}
 		return filepath.Join(dir, "gowork")
 	}, "runtime.main", -1},
+	{"rust", "rustwork", func(t *testing.T, dir string) string {
+		rustc, err := exec.LookPath("rustc")
+		if err != nil {
+			home, _ := os.UserHomeDir()
+			if rustc = filepath.Join(home, ".cargo", "bin", "rustc"); !isFile(rustc) {
+				bpftest.Skip(t, "rustc is not installed (apt-get install rustc)")
+			}
+		}
+		src := filepath.Join(dir, "main.rs")
+		os.WriteFile(src, []byte(rustLoopSrc), 0o644)
+		bin := filepath.Join(dir, "rustwork")
+		// Linked by GNU ld, not rustc's lld: perf 6.1 names no frame of
+		// lld's layout (the text sharing a page with the data before
+		// it), which dstar walks too (see unwind's TestAddressSharedPage).
+		if out, err := exec.Command(rustc, "-O", "-g", "-C", "link-arg=-fuse-ld=bfd", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("rustc: %v\n%s", err, out)
+		}
+		return bin
+	}, "", 0},
 	{"python3", "python3", func(t *testing.T, dir string) string {
 		// Debian's, not a shim on PATH: its stacks are the issue's.
 		py := "/usr/bin/python3"
@@ -136,6 +155,25 @@ var unwindWorkloads = []struct {
 		return py + " " + src
 	}, "", 65528},
 }
+
+// rustLoopSrc: generic code monomorphised and inlined into a closure
+// over an iterator, under Rust's runtime start-up (lang_start) and its
+// v0- or legacy-mangled names.
+const rustLoopSrc = `
+use std::hint::black_box;
+#[inline(never)]
+fn leaf(n: u64) -> u64 {
+    let mut s = 0u64;
+    for i in 0..n { s = s.wrapping_add(i.wrapping_mul(i) ^ (s >> 3)); }
+    s
+}
+#[inline(never)]
+fn middle<T: Into<u64>>(n: T) -> u64 { leaf(n.into()) + 1 }
+fn main() {
+    let t: u64 = (0..400u32).map(|_| middle(black_box(1_000_000u32))).fold(0, |a, b| a.wrapping_add(b));
+    println!("{}", t);
+}
+`
 
 // cxxSrc: a std::sort with a comparator (inlined into the sort's
 // instantiation), exceptions thrown through a frame and caught, and a
