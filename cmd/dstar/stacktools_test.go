@@ -303,3 +303,181 @@ func TestFoldedOption(t *testing.T) {
 		t.Errorf("stackfmt=flat: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// domFrame is a frame of a rendered flame graph: its name, its first
+// sample and sample count (its x-range), its depth and its fill colour.
+type domFrame struct {
+	name            string
+	start, n, depth int
+	fill            string
+}
+
+var domFrameRe = regexp.MustCompile(`<g[^>]*data-s="(\d+)" data-n="(\d+)" data-d="(\d+)"[^>]*><title>([^<]*?) \([^<]*</title><rect [^>]*fill="(#[0-9a-f]{6})"`)
+
+// domFrames reads the frames of a flame graph's rendered DOM.
+func domFrames(dom []byte) []domFrame {
+	var out []domFrame
+	for _, m := range domFrameRe.FindAllSubmatch(dom, -1) {
+		s, _ := strconv.Atoi(string(m[1]))
+		n, _ := strconv.Atoi(string(m[2]))
+		d, _ := strconv.Atoi(string(m[3]))
+		out = append(out, domFrame{name: string(m[4]), start: s, n: n, depth: d, fill: string(m[5])})
+	}
+	return out
+}
+
+// parentOf is the frame f is drawn on: one row below, its x-range
+// holding f's.
+func parentOf(frames []domFrame, f domFrame) (domFrame, bool) {
+	for _, p := range frames {
+		if p.depth == f.depth-1 && p.start <= f.start && f.start+f.n <= p.start+p.n {
+			return p, true
+		}
+	}
+	return domFrame{}, false
+}
+
+// hue is the hue, in degrees, of a fill colour #rrggbb.
+func hue(fill string) float64 {
+	v, _ := strconv.ParseUint(fill[1:], 16, 32)
+	r, g, b := float64(v>>16&255)/255, float64(v>>8&255)/255, float64(v&255)/255
+	hi, lo := max(r, g, b), min(r, g, b)
+	if hi == lo {
+		return 0
+	}
+	var h float64
+	switch hi {
+	case r:
+		h = (g - b) / (hi - lo)
+	case g:
+		h = 2 + (b-r)/(hi-lo)
+	default:
+		h = 4 + (r-g)/(hi-lo)
+	}
+	if h *= 60; h < 0 {
+		h += 360
+	}
+	return h
+}
+
+// TestGzipFlameGraphInChromium: the flame graph of Debian's gzip (stripped,
+// built without frame pointers), as headless Chromium draws it, shows its
+// real call tree: _start, libc's start-up, then gzip's own functions
+// (named by address: Debian ships their names only in a debug package)
+// several deep, each drawn on its caller; and the kernel's frames (its
+// reads and writes) drawn on the user frames that made the system call,
+// in the kernel's colours.
+func TestGzipFlameGraphInChromium(t *testing.T) {
+	bpftest.Require(t)
+	bin := bpftest.Chromium(t)
+	gzip, err := exec.LookPath("gzip")
+	if err != nil {
+		t.Skip("gzip is not installed")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writeText(t, data, 96<<20)
+	out, err := os.Create(filepath.Join(dir, "data.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(gzip, "-9", "-c", data)
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	svg := filepath.Join(dir, "gzip.svg")
+	runStackTool(t, "profile", "-p", strconv.Itoa(cmd.Process.Pid), "-F", "997", "-d", "2s", "--svg", svg)
+	if cmd.ProcessState != nil {
+		t.Fatal("gzip ended before the profile did")
+	}
+
+	dom := chromium(t, bin, "file://"+svg, "--dump-dom")
+	if !bytes.Contains(dom, []byte(`data-ready="`)) {
+		t.Fatalf("the flame graph's script did not run to its end")
+	}
+	frames := domFrames(dom)
+	if len(frames) < 10 {
+		t.Fatalf("%d frames in the rendered DOM", len(frames))
+	}
+	total := 0
+	for _, f := range frames {
+		if f.depth == 0 {
+			total += f.n
+		}
+	}
+	// The user chain: each frame drawn on its caller, from the process
+	// to __libc_start_call_main and on into gzip's own code.
+	var start domFrame
+	for _, f := range frames {
+		if f.name == "libc.so.6`__libc_start_call_main" && f.n > start.n {
+			start = f
+		}
+	}
+	if start.n*10 < total*9 {
+		t.Fatalf("__libc_start_call_main holds %d of %d samples", start.n, total)
+	}
+	chain := []string{start.name}
+	for f := start; f.name != start.name || len(chain) == 1; {
+		p, ok := parentOf(frames, f)
+		if !ok {
+			break
+		}
+		chain = append([]string{p.name}, chain...)
+		f = p
+	}
+	// (The root, then the process's name; _start is gzip's first
+	// function, unnamed in a stripped file.)
+	want := regexp.MustCompile("^all;gzip;gzip`0x[0-9a-f]+;libc\\.so\\.6`__libc_start_main;libc\\.so\\.6`__libc_start_call_main$")
+	if !want.MatchString(strings.Join(chain, ";")) {
+		t.Errorf("the chain below __libc_start_call_main is %q, want %s", chain, want)
+	}
+	// Above it, the widest child each time: gzip's main, its compressor,
+	// its deflate loop, its match search, all gzip's.
+	deepest, mine := start, 0
+	for {
+		var widest domFrame
+		for _, f := range frames {
+			if p, ok := parentOf(frames, f); ok && p == deepest && f.n > widest.n {
+				widest = f
+			}
+		}
+		if widest.n == 0 || !strings.HasPrefix(widest.name, "gzip`") {
+			break
+		}
+		deepest = widest
+		mine++
+	}
+	if mine < 4 {
+		t.Errorf("%d of gzip's own frames above __libc_start_call_main on its widest path, want at least 4", mine)
+	}
+	// The kernel: frames drawn on a user frame (the system call's
+	// wrapper), in the kernel's colours (teal), as user frames are warm.
+	var onUser []string
+	for _, f := range frames {
+		if !strings.HasPrefix(f.name, "vmlinux`") {
+			continue
+		}
+		if h := hue(f.fill); h < 150 || h > 220 {
+			t.Errorf("kernel frame %s drawn in %s (hue %.0f), not a kernel colour", f.name, f.fill, h)
+		}
+		if p, ok := parentOf(frames, f); ok && !strings.HasPrefix(p.name, "vmlinux`") {
+			if h := hue(p.fill); h > 60 {
+				t.Errorf("user frame %s drawn in %s (hue %.0f), not a user colour", p.name, p.fill, h)
+			}
+			onUser = append(onUser, p.name+" -> "+f.name)
+		}
+	}
+	if len(onUser) == 0 {
+		t.Errorf("no kernel frame drawn on a user frame")
+	}
+	t.Logf("%d samples; below gzip's code: %s; %d of gzip's frames deep; kernel on user: %q", total, strings.Join(chain, ";"), mine, onUser)
+	if dir := os.Getenv("DSTAR_FLAMEGRAPH_SHOTS"); dir != "" {
+		chromium(t, bin, "file://"+svg, "--screenshot="+filepath.Join(dir, "gzip.png"))
+	}
+}
