@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,4 +67,42 @@ func TestUStackThroughVDSO(t *testing.T) {
 		t.Errorf("%d of %d samples in the vDSO name clock_gettime:\n%s", named, inVDSO, r.stdout)
 	}
 	t.Logf("%d samples in the vDSO, %d unwound to _start, %d naming clock_gettime", inVDSO, whole, named)
+}
+
+// TestUStackStrippedFunctions: in a stripped program, a frame no symbol
+// names is known by where its function begins (from the FDE describing
+// it) and its offset, "chain`0x55d0c0de1139+0x5", so that the samples of
+// one function fold together; the names nm gives the unstripped build
+// sit at those starts.
+func TestUStackStrippedFunctions(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "chain", chainSrc, "-O2", "-fomit-frame-pointer", "-fno-pie", "-no-pie")
+	nm, err := exec.Command("nm", prog).Output()
+	if err != nil {
+		t.Skipf("nm: %v", err)
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && (f[2] == "leaf" || f[2] == "middle" || f[2] == "top" || f[2] == "main") {
+			addr, _ := strconv.ParseUint(f[0], 16, 64)
+			want[f[2]] = "chain`0x" + strconv.FormatUint(addr, 16)
+		}
+	}
+	if out, err := exec.Command("strip", prog).CombinedOutput(); err != nil {
+		t.Skipf("strip: %v\n%s", err, out)
+	}
+	r := dstar(t, 30*time.Second, "-q", "-c", prog, "-n", `syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, fn := range []string{"leaf", "middle", "top", "main"} {
+		w, ok := want[fn]
+		if !ok {
+			t.Fatalf("nm gave no %s:\n%s", fn, nm)
+		}
+		if !regexp.MustCompile("(?m)^ +" + regexp.QuoteMeta(w) + `\+0x[0-9a-f]+$`).MatchString(r.stdout) {
+			t.Errorf("no frame of %s (%s+0x...):\n%s", fn, w, r.stdout)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package usym
 import (
 	"encoding/hex"
 	"path/filepath"
+	"strconv"
 )
 
 // Location is where an address of a process lies, as far as it is known:
@@ -42,8 +43,14 @@ func (s *Symbolizer) locate(pid int, pc uint64) (Location, *symFile, uint64) {
 	if d := sf.debugFile(); !ok && d != nil {
 		sym, ok = d.ByAddress(v)
 	}
-	if ok {
+	switch r, in := sf.function(v); {
+	case ok:
 		loc.Func, loc.Offset = Demangle(sym.Name), v-sym.Value
+	case in:
+		// A function no symbol names (a stripped file's local one) is
+		// known by where its FDE says it starts, at run time: so its
+		// samples fold together, as a named function's do.
+		loc.Func, loc.Offset = "0x"+strconv.FormatUint(pc-(v-r.Start), 16), v-r.Start
 	}
 	return loc, sf, v
 }

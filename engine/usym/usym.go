@@ -21,12 +21,14 @@ package usym
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dstar-trace/dstar/providers/cfi"
 	"github.com/dstar-trace/dstar/providers/debuginfod"
 	"github.com/dstar-trace/dstar/providers/elfsym"
 	"github.com/dstar-trace/dstar/providers/procmaps"
@@ -76,6 +78,23 @@ type symFile struct {
 	// Frames): a profile meets the same few addresses again and again.
 	mu      sync.Mutex
 	inlined map[inlineKey][]string
+	// funcs are the code ranges of the file's FDEs, read when a frame
+	// in it is first found in no symbol.
+	funcs func() []cfi.Range
+}
+
+// function returns the FDE range holding virtual address v: the
+// function, unnamed, that v is in.
+func (sf *symFile) function(v uint64) (cfi.Range, bool) {
+	if sf.funcs == nil {
+		return cfi.Range{}, false
+	}
+	rs := sf.funcs()
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].End > v })
+	if i < len(rs) && rs[i].Start <= v {
+		return rs[i], true
+	}
+	return cfi.Range{}, false
 }
 
 type inlineKey struct {
@@ -279,6 +298,15 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 	}
 	if f, err := elfsym.Open(path); ok && err == nil {
 		sf.f = f
+		sf.funcs = sync.OnceValue(func() []cfi.Range {
+			ef, err := elf.Open(f.Path)
+			if err != nil {
+				return nil
+			}
+			defer ef.Close()
+			rs, _ := cfi.Functions(ef)
+			return rs
+		})
 		// A stripped library's local functions are named only in its
 		// debug file, when one is installed or a debuginfod has it.
 		if f.Stripped() {

@@ -27,6 +27,40 @@ func Open(path string) (*Table, error) {
 	return t, nil
 }
 
+// Range is the code one FDE describes, [Start, End): a function (or a
+// part of one the compiler placed apart, such as its cold path).
+type Range struct{ Start, End uint64 }
+
+// Functions returns the code ranges the file's FDEs describe, sorted: in
+// a stripped file, where a function begins and ends though nothing names
+// it.
+func Functions(f *elf.File) ([]Range, error) {
+	var all []fde
+	for _, name := range []string{".eh_frame", ".debug_frame"} {
+		s := f.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		fdes, err := section{data: data, addr: s.Addr, eh: name == ".eh_frame"}.parse()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, uncovered(all, fdes)...)
+	}
+	out := make([]Range, 0, len(all))
+	for _, d := range all {
+		if d.end > d.start {
+			out = append(out, Range{d.start, d.end})
+		}
+	}
+	slices.SortFunc(out, func(a, b Range) int { return cmp.Compare(a.Start, b.Start) })
+	return out, nil
+}
+
 // FromELF builds the unwind table of an x86-64 ELF file from its
 // .eh_frame and, for code .eh_frame does not describe, its .debug_frame.
 func FromELF(f *elf.File) (*Table, error) {
