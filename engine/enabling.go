@@ -344,11 +344,11 @@ func (e *Enabling) polled() bool {
 func (e *Enabling) consume() {
 	defer e.consumer.Done()
 	wait := e.s.opts.SwitchRate
-	if !e.polled() {
+	if !e.polled() && e.s.opts.AggRate == 0 {
 		// Only records that wake the reader (exit, faults, unwind
-		// notices) can come: dtrace's own default rate reports drops in
-		// time, and a profile or an agent whose programs only aggregate
-		// stays idle.
+		// notices) can come, and no -x aggrate asks for reads on time:
+		// dtrace's own default rate reports drops in time, and a
+		// profile or an agent whose programs only aggregate stays idle.
 		wait = max(wait, time.Second)
 	}
 	var rec ringbuf.Record
