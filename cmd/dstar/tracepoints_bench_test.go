@@ -149,7 +149,8 @@ func benchRun(b *testing.B, proto *exec.Cmd) {
 // dstar tries every probe, says how many were refused and why, and exits
 // 1. The iterations run back to back, each while the previous one's
 // releaser closes its perf events (as a user re-running a command sees):
-// s/run is the median time from launch to the error.
+// s/run is the median time from launch to the error, s/small-start that
+// of a one-probe session started after each, while releasers work.
 //
 //	go test ./cmd/dstar -run '^$' -bench Refusal -benchtime 5x
 func BenchmarkRefusal(b *testing.B) {
@@ -157,7 +158,7 @@ func BenchmarkRefusal(b *testing.B) {
 	if _, err := os.Stat("/sys/kernel/tracing/events/irq_vectors/irq_work_exit"); err != nil {
 		bpftest.Skip(b, "no irq_vectors:irq_work_exit tracepoint (not x86)")
 	}
-	var runs []float64
+	var runs, small []float64
 	for range b.N {
 		start := time.Now()
 		out, err := exec.Command(dstarBin, "-q", "-n", "sdt::: /arg0 != 12345/ { @ = count(); }").CombinedOutput()
@@ -165,8 +166,15 @@ func BenchmarkRefusal(b *testing.B) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "probes could not be enabled: sdt:irq_vectors::irq_work_exit") {
 			b.Fatalf("%v\n%s", err, out)
 		}
+		// A small session started meanwhile (reading a format file).
+		start = time.Now()
+		if out, err := exec.Command(dstarBin, "-q", "-n", "syscall::kill:entry { @ = count(); } BEGIN { exit(0); }").CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		small = append(small, time.Since(start).Seconds())
 	}
 	b.ReportMetric(median(runs), "s/run")
+	b.ReportMetric(median(small), "s/small-start")
 	b.StopTimer()
 	for releasers() > 0 {
 		time.Sleep(50 * time.Millisecond)

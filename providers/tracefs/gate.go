@@ -24,31 +24,41 @@ import (
 // gateIdle is how long a process holds the gate after its last Busy.
 const gateIdle = time.Second
 
+// The gate is two lock files. flock queues no one: a session woken when a
+// releaser lets the gate go would lose it to that releaser's next close,
+// again and again. So a session first says it wants the gate (want,
+// shared), which releasers wait on before each close (want, exclusive,
+// let go at once), and then takes the gate itself.
 var gate struct {
 	sync.Mutex
-	fd    int // held shared, or 0
-	timer *time.Timer
+	want, held int // held shared, or 0
+	timer      *time.Timer
 }
 
-// gatePath is the lock file: in /run/lock where the system has it (a
+// gatePath is a lock file: in /run/lock where the system has it (a
 // tmpfs every process of the machine sees), the temporary directory
 // otherwise.
-func gatePath() string {
+func gatePath(name string) string {
 	dir := "/run/lock"
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, "dstar-tracefs.lock")
+	return filepath.Join(dir, name)
 }
 
-// openGate opens the lock file, or returns -1.
-func openGate() int {
-	fd, err := unix.Open(gatePath(), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+// openLock opens a lock file, or returns -1.
+func openLock(name string) int {
+	fd, err := unix.Open(gatePath(name), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return -1
 	}
 	return fd
 }
+
+const (
+	wantFile = "dstar-tracefs.want"
+	gateFile = "dstar-tracefs.lock"
+)
 
 func flock(fd, how int) {
 	if fd < 0 {
@@ -63,9 +73,11 @@ func flock(fd, how int) {
 func Busy() {
 	gate.Lock()
 	defer gate.Unlock()
-	if gate.fd == 0 {
-		gate.fd = openGate()
-		flock(gate.fd, unix.LOCK_SH)
+	if gate.held == 0 {
+		gate.want = openLock(wantFile)
+		flock(gate.want, unix.LOCK_SH)
+		gate.held = openLock(gateFile)
+		flock(gate.held, unix.LOCK_SH)
 	}
 	if gate.timer == nil {
 		gate.timer = time.AfterFunc(gateIdle, Idle)
@@ -78,23 +90,29 @@ func Busy() {
 func Idle() {
 	gate.Lock()
 	defer gate.Unlock()
-	if gate.fd > 0 {
-		unix.Close(gate.fd)
+	for _, fd := range []int{gate.held, gate.want} {
+		if fd > 0 {
+			unix.Close(fd)
+		}
 	}
-	gate.fd = 0
+	gate.want, gate.held = 0, 0
 }
 
 // ClosePerfEvents closes perf events' file descriptors one by one, each
 // while no process is Busy: what a releaser does with those it was
 // handed.
 func ClosePerfEvents(fds []int) {
-	g := openGate()
+	want, g := openLock(wantFile), openLock(gateFile)
 	for _, fd := range fds {
+		flock(want, unix.LOCK_EX)
+		flock(want, unix.LOCK_UN)
 		flock(g, unix.LOCK_EX)
 		unix.Close(fd)
 		flock(g, unix.LOCK_UN)
 	}
-	if g >= 0 {
-		unix.Close(g)
+	for _, fd := range []int{want, g} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 	}
 }
