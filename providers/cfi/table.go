@@ -35,21 +35,9 @@ type Range struct{ Start, End uint64 }
 // a stripped file, where a function begins and ends though nothing names
 // it.
 func Functions(f *elf.File) ([]Range, error) {
-	var all []fde
-	for _, name := range []string{".eh_frame", ".debug_frame"} {
-		s := f.Section(name)
-		if s == nil || s.Type == elf.SHT_NOBITS {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		fdes, err := section{data: data, addr: s.Addr, eh: name == ".eh_frame"}.parse()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		all = append(all, uncovered(all, fdes)...)
+	all, err := fdesOf(f)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Range, 0, len(all))
 	for _, d := range all {
@@ -67,6 +55,16 @@ func FromELF(f *elf.File) (*Table, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("unwind tables for %v are not supported (x86-64 only)", f.Machine)
 	}
+	all, err := fdesOf(f)
+	if err != nil {
+		return nil, err
+	}
+	return build(all), nil
+}
+
+// fdesOf reads the FDEs of the file's .eh_frame and, for code that does
+// not describe, of its .debug_frame; ErrNoCFI when it has neither.
+func fdesOf(f *elf.File) ([]fde, error) {
 	var all []fde
 	found := false
 	for _, name := range []string{".eh_frame", ".debug_frame"} {
@@ -88,7 +86,7 @@ func FromELF(f *elf.File) (*Table, error) {
 	if !found {
 		return nil, ErrNoCFI
 	}
-	return build(all), nil
+	return all, nil
 }
 
 // uncovered returns the FDEs of more whose code none of have describes.
