@@ -124,6 +124,43 @@ func TestToolProfile(t *testing.T) {
 	}
 }
 
+// TestToolProfileTargetExits: a -p process is followed as dstar -p
+// follows it: its stacks are whole from the first sample (its unwind
+// tables loaded before sampling starts) and named even though it exits
+// before the profile ends (its mappings kept).
+func TestToolProfileTargetExits(t *testing.T) {
+	bpftest.Require(t)
+	// spinSrc's chain, for 1.5 s.
+	pid := startChain(t, "spin", `
+#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void inner(void) { for (int i = 0; i < 100000; i++) sink += i; }
+__attribute__((noinline)) void middle(void) { inner(); sink++; }
+__attribute__((noinline)) void outer(void) { middle(); sink++; }
+int main(void) {
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do { outer(); clock_gettime(CLOCK_MONOTONIC, &t); } while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 1500000000L);
+	return 0;
+}
+`)
+	out := runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "3s", "-F", "997")
+	for _, s := range parseFolded(t, out) {
+		for _, f := range s.Frames[1:] {
+			// (Its last samples, as it exits, are cut short: its memory
+			// is going.)
+			if !strings.Contains(f, "`") && f != "[stack cut: unreadable]" {
+				t.Errorf("frame %q of %v is not named, or a cut", f, s.Frames)
+			}
+		}
+	}
+	// Well over a second of samples (it ran 1.5 s, some of it before the
+	// tool started), every one a whole stack.
+	if n := sumMatching(out, "spin;spin`_start;libc\\.so\\.6`__libc_start_main;libc\\.so\\.6`__libc_start_call_main;spin`main;spin`outer;spin`middle;spin`inner(?:;vmlinux`[^ \n]*)*"); n < 500 {
+		t.Errorf("%d samples in main → outer → middle → inner; output:\n%s", n, out)
+	}
+}
+
 // TestToolOffcputime: a program sleeping in a loop spends its time off
 // CPU in nanosleep, from doze, from main: the kernel's frames (from the
 // system call down to schedule) are above its own.
@@ -209,6 +246,10 @@ func TestStackToolFlags(t *testing.T) {
 	r = dstar(t, 20*time.Second, "tool", "offcputime", "--svg")
 	if r.code != 1 || !strings.Contains(r.stderr, "offcputime: option --svg needs a FILE") {
 		t.Errorf("--svg: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	r = dstar(t, 20*time.Second, "tool", "profile", "-p", "2147483647", "-d", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, "process 2147483647: no such process") {
+		t.Errorf("-p of no process: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	r = dstar(t, 20*time.Second, "tool", "stackcount")
 	if r.code != 1 || !strings.Contains(r.stderr, "give a probe") {
