@@ -99,6 +99,18 @@ func sumMatching(out, re string) uint64 {
 	return n
 }
 
+// wholeStacks fails the test if a stack in a tool's output was cut
+// short: a tool loads its -p process's unwind tables before it samples,
+// and the processes these tests trace run on throughout.
+func wholeStacks(t *testing.T, out string) {
+	t.Helper()
+	if i := strings.Index(out, "[stack cut"); i >= 0 {
+		line := out[strings.LastIndex(out[:i], "\n")+1:]
+		line, _, _ = strings.Cut(line, "\n")
+		t.Errorf("a stack cut short: %s", line)
+	}
+}
+
 // TestToolProfile: sampling a spinning process finds it in inner, under
 // middle, outer and main, root first, under its command's name; every
 // line is a folded stack.
@@ -113,14 +125,14 @@ func TestToolProfile(t *testing.T) {
 		}
 	}
 	// About 2 s at 199 Hz, nearly all of it in inner.
-	// A stack the walk cut above main (a marker, before the process's
-	// tables loaded) still counts.
+	wholeStacks(t, out)
 	if n := sumMatching(out, "spin;(?:[^ \n]*;)*spin`main;spin`outer;spin`middle;spin`inner(?:;vmlinux`[^ \n]*)?"); n < 100 {
 		t.Errorf("%d samples in main → outer → middle → inner; output:\n%s", n, out)
 	}
 
 	// -U: user stacks only.
 	out = runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "1s", "-U")
+	wholeStacks(t, out)
 	for _, s := range parseFolded(t, out) {
 		if strings.Contains(strings.Join(s.Frames, ";"), "vmlinux`") {
 			t.Errorf("-U has a kernel frame: %v", s.Frames)
@@ -178,9 +190,8 @@ int main(void) { int n = 0; for (;;) n += doze(); return n; }
 `)
 	out := runStackTool(t, "offcputime", "-p", strconv.Itoa(pid), "-d", "2s")
 	parseFolded(t, out)
-	// The whole user stack, nap and usleep's libc frames in it. (The
-	// tool's first sleeps may be cut short, marked, while the process's
-	// unwind tables load.)
+	// The whole user stack, nap and usleep's libc frames in it.
+	wholeStacks(t, out)
 	re := "dozer;dozer`_start;libc\\.so\\.6`__libc_start_main;libc\\.so\\.6`__libc_start_call_main;dozer`main;dozer`doze;dozer`nap;" +
 		"libc\\.so\\.6`usleep;(?:libc\\.so\\.6`[^ \n;]*;)*libc\\.so\\.6`[^ \n;]*nanosleep[^ \n]*;vmlinux`[^ \n]*do_nanosleep;vmlinux`schedule[^ \n]*"
 	// Asleep nearly all of 2 s: over a second of it, in microseconds.
@@ -219,8 +230,7 @@ func TestToolStackcount(t *testing.T) {
 	// A kernel stack, then the user one, then the count: as dtrace prints
 	// @[stack(), ustack()].
 	layout := regexp.MustCompile("(?m)^ {14}vmlinux`entry_SYSCALL_64[^\n]*\n\n {14}opener`opener\\+0x[0-9a-f]+\n {14}opener`main\\+0x[0-9a-f]+\n(?: {14}[^\n]*\n)* +(\\d+)\n")
-	// (The first opens' user stacks may be cut short, marked, while the
-	// process's unwind tables load: a key of their own.)
+	wholeStacks(t, out)
 	ms := layout.FindAllStringSubmatch(out, -1)
 	n := 0
 	for _, m := range ms {
@@ -235,6 +245,7 @@ func TestToolStackcount(t *testing.T) {
 
 	out = runStackTool(t, "stackcount", "-p", strconv.Itoa(pid), "-d", "1s", "-f", "-P", "syscall::openat:entry")
 	parseFolded(t, out)
+	wholeStacks(t, out)
 	re := "opener;" + strconv.Itoa(pid) + ";(?:[^ \n]*;)?opener`main;opener`opener;vmlinux`entry_SYSCALL_64[^ \n]*"
 	if n := sumMatching(out, re); n < 50 {
 		t.Errorf("%d opens counted in 1s, want hundreds:\n%s", n, out)
