@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,21 @@ type Session struct {
 	// failed is set by Fail: output was lost, and the status says so.
 	failed   atomic.Bool
 	failOnce sync.Once
+	// preload are the processes whose unwind tables each program loads
+	// before its probes fire (PreloadUserStacks).
+	preload []int
+}
+
+// PreloadUserStacks has every program enabled from now on load process
+// pid's unwind tables before its probes start firing, so that its first
+// user stacks are whole: enabled first and loaded after
+// (Enabling.LoadUserStacks), stacks walked meanwhile are cut short.
+func (s *Session) PreloadUserStacks(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.preload, pid) {
+		s.preload = append(s.preload, pid)
+	}
 }
 
 // Stats counts what a session's programs produced.
@@ -213,7 +229,13 @@ func (s *Session) Enable(prog *dcompiler.Program, reg *providers.Registry) (*Ena
 	preloadSymbols(prog.Code)
 	s.mu.Lock()
 	s.enablings = append(s.enablings, e)
+	preload := slices.Clone(s.preload)
 	s.mu.Unlock()
+	// Attached but gated until BEGIN: no stack is walked yet. A file
+	// that cannot be read only cuts the stacks through it.
+	for _, pid := range preload {
+		e.LoadUserStacks(pid)
+	}
 	if err := e.begin(); err != nil {
 		s.remove(e)
 		e.Close()

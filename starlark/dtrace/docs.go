@@ -30,6 +30,7 @@ var Docs = []Doc{
 	{"s.clear(name)", "Empties an aggregation: later reads show only what was aggregated since."},
 	{"s.trunc(name, n)", "Keeps the n rows of an aggregation with the largest values (the smallest for negative n)."},
 	{"s.stats()", "A struct with `records` (delivered), `drops` (lost in buffers or in the script's queue), `errors` (run-time faults) and `ustack_cuts` (user stacks cut short, each ending in a `[stack cut: …]` marker frame)."},
+	{"s.watch(pid)", "Follows process `pid` as `dstar -p` does, while the session is open: its unwind tables are loaded at once, so that its first user stacks are whole (not cut short while they load), and its mappings are kept, so that its stacks are named even after it exits. An error if there is no such process."},
 	{"s.close()", "Fires END of every attached program, shows what it printed, and releases every kernel object."},
 	{"s.enablings", "The attached enablings."},
 	{"e.detach()", "Fires the program's END clauses, shows what they printed, and releases its kernel objects. Its last aggregation values stay readable through `s.aggregations()`."},

@@ -3,6 +3,8 @@ package dtrace
 import (
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -37,6 +39,10 @@ type Session struct {
 	handler   starlark.Callable
 	enablings []*Enabling
 	closed    bool
+	// watched are the processes watch() was given; watching is closed
+	// with the session, ending their watches.
+	watched  []int
+	watching chan struct{}
 }
 
 func sessionFn(h *Host, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -128,6 +134,7 @@ var sessionMethods = map[string]func(s *Session, th *starlark.Thread, b *starlar
 	"trunc":        (*Session).trunc,
 	"stats":        (*Session).stats,
 	"close":        (*Session).closeFn,
+	"watch":        (*Session).watch,
 }
 
 func (s *Session) AttrNames() []string {
@@ -494,6 +501,41 @@ func (s *Session) closeFn(th *starlark.Thread, b *starlark.Builtin, args starlar
 	return starlark.None, nil
 }
 
+// watch follows process pid as dstar -p does: its mappings are kept
+// read while the session is open, so that its stacks are named after it
+// exits, and its unwind tables are loaded by every program before its
+// probes fire (now, for those already attached), so that its first user
+// stacks are whole.
+func (s *Session) watch(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pid int
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pid", &pid); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(b.Name()); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); pid <= 0 || err != nil {
+		return nil, fmt.Errorf("%s: process %d: no such process", b.Name(), pid)
+	}
+	s.mu.Lock()
+	if slices.Contains(s.watched, pid) {
+		s.mu.Unlock()
+		return starlark.None, nil
+	}
+	s.watched = append(s.watched, pid)
+	if s.watching == nil {
+		s.watching = make(chan struct{})
+	}
+	stop := s.watching
+	s.mu.Unlock()
+	engine.WatchProcess(pid, stop)
+	s.eng.PreloadUserStacks(pid)
+	for _, e := range s.attached() {
+		e.en.LoadUserStacks(pid)
+	}
+	return starlark.None, nil
+}
+
 // close fires END of every attached program and releases everything.
 func (s *Session) close() {
 	s.mu.Lock()
@@ -502,6 +544,9 @@ func (s *Session) close() {
 		return
 	}
 	s.closed = true
+	if s.watching != nil {
+		defer close(s.watching)
+	}
 	s.mu.Unlock()
 	for _, e := range s.attached() {
 		s.eng.Detach(e.en)
