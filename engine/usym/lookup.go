@@ -179,10 +179,11 @@ func (s *Symbolizer) WaitInlines(timeout time.Duration) (late []string) {
 	return slices.Compact(late)
 }
 
-// PreloadInlines has the DWARF of the files process pid maps read in
-// the background, for the functions inlined in them: so that by the
-// time its frames are named, it is read. A process that has gone, or
-// whose mappings cannot be read, preloads nothing.
+// PreloadInlines has the DWARF of the files process pid maps code from
+// read in the background, for the functions inlined in them: so that by
+// the time its frames are named, it is read. It asks no debuginfod
+// server: a file whose debug file is fetched has its frames named
+// first.
 func (s *Symbolizer) PreloadInlines(pid int) {
 	ms, err := procmaps.Read(pid)
 	if err != nil {
@@ -192,7 +193,16 @@ func (s *Symbolizer) PreloadInlines(pid int) {
 		if !m.IsFile() || !m.Exec() {
 			continue
 		}
-		if f := s.file(m).inlineFile(); f != nil {
+		s.mu.Lock()
+		sf := s.files[fileKey{m.Dev, m.Inode, m.Path}]
+		s.mu.Unlock()
+		var f *elfsym.File
+		if sf != nil {
+			f = sf.inlineFile()
+		} else if f, err = elfsym.Open(m.Path); err == nil && !f.HasDWARF() {
+			f, _ = elfsym.DebugFile(f)
+		}
+		if f != nil && f.HasDWARF() {
 			f.PreloadInlines()
 		}
 	}
