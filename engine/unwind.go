@@ -103,7 +103,7 @@ func (u *unwinder) loadNoticed(pid uint32) bool {
 	if errors.Is(err, procmaps.ErrNoProcess) {
 		u.forget(pid)
 	} else if u.preload && grew && err == nil {
-		userSyms.PreloadInlines(int(pid))
+		go userSyms.PreloadInlines(int(pid))
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
