@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -65,7 +66,9 @@ func (e *Enabling) frozen() bool {
 }
 
 // Snapshot reads every aggregation map and merges the per-CPU values. After
-// Disable it returns the values read then.
+// Disable it returns the values read then. Once tracing has stopped, its
+// user stacks show every inlined function: it waits, at most
+// inlineWait, for the DWARF still being read.
 func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 	e.stateMu.Lock()
 	if e.frozen() {
@@ -76,7 +79,33 @@ func (e *Enabling) Snapshot() (*AggSnapshot, error) {
 		}
 		return last, nil
 	}
+	exiting := e.disabled
 	e.stateMu.Unlock()
+	inline := !e.s.opts.NoInline
+	unready := userSyms.Unready()
+	snap, err := e.readAggs()
+	if err != nil || !exiting || !inline || userSyms.Unready() == unready {
+		return snap, err
+	}
+	// Tracing has stopped, and some user frames were named while the
+	// DWARF saying what is inlined in their files was still being read
+	// (in the background, not to hold up naming): what is printed now
+	// is printed complete, as far as the reading is done in time.
+	for _, module := range userSyms.WaitInlines(inlineWait) {
+		text := fmt.Sprintf("%s: inlined functions of %s not read in %v: its frames are shown without them\n", e.s.opts.Prog, module, inlineWait)
+		e.s.mu.Lock()
+		e.s.deliver(&Event{Kind: KindError, Text: text, Stderr: true})
+		e.s.mu.Unlock()
+	}
+	return e.readAggs()
+}
+
+// inlineWait is how long the aggregations read once tracing has stopped
+// wait for files' DWARF to be read, for the functions inlined in them.
+const inlineWait = 5 * time.Second
+
+// readAggs reads every aggregation map.
+func (e *Enabling) readAggs() (*AggSnapshot, error) {
 	snap := &AggSnapshot{}
 	for _, l := range e.Prog.Code.Aggs {
 		data, err := readAgg(e.coll.Maps[l.Map], l, e.s.opts.AggPerCPU, !e.s.opts.NoInline, e.clearedKeys(l.Name))

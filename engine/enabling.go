@@ -127,6 +127,9 @@ func load(s *Session, prog *dcompiler.Program, reg *providers.Registry) (*Enabli
 	}
 	e.rd = rd
 	e.unwind = newUnwinder(coll)
+	if e.unwind != nil {
+		e.unwind.preload = !e.s.opts.NoInline
+	}
 	return e, nil
 }
 

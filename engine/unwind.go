@@ -38,6 +38,10 @@ type unwinder struct {
 	// that its next walk asks for its new mappings at once (nil where
 	// it could not be attached: exec then waits on the notice hold).
 	execs *execWatch
+	// preload says to have the DWARF of a loaded process's files read
+	// for the functions inlined in them, in the background (not under
+	// -x noinline): by the time its stacks are named it is read.
+	preload bool
 }
 
 // pruneEvery is how often the tables of exited processes are dropped.
@@ -98,6 +102,8 @@ func (u *unwinder) loadNoticed(pid uint32) bool {
 	grew, err := u.tables.AddProcess(int(pid))
 	if errors.Is(err, procmaps.ErrNoProcess) {
 		u.forget(pid)
+	} else if u.preload && grew && err == nil {
+		go userSyms.PreloadInlines(int(pid))
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -226,6 +232,9 @@ func (w *execWatch) close() {
 func (u *unwinder) load(pid int) error {
 	if _, err := u.tables.AddProcess(pid); err != nil {
 		return err
+	}
+	if u.preload {
+		go userSyms.PreloadInlines(pid)
 	}
 	return u.pids.Put(uint32(pid), ktime()+uint64(minWait))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
+	"github.com/dstar-trace/dstar/providers/elfsym"
 )
 
 // cxxNamesSrc calls getppid from a member function of a class template in a
@@ -230,4 +231,34 @@ func TestUStackInlined(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// TestUStackInlinedLibcAtExit: the functions glibc inlines, named from
+// its debug file (libc6-dbg: 7 MB of DWARF, read in the background from
+// the first walk), are in the aggregation printed at exit, every time,
+// however soon the program ends: stdout's first write allocates its
+// buffer (an fstat) through _IO_doallocbuf, inlined into puts's path.
+// That printing waits for the reading is what makes it so: the program
+// ends long before the reading does.
+func TestUStackInlinedLibcAtExit(t *testing.T) {
+	bpftest.Require(t)
+	lib, err := elfsym.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		t.Skip(err)
+	}
+	if d, err := elfsym.DebugFile(lib); err != nil || !d.HasDWARF() {
+		t.Skip("libc's debug file is not installed (libc6-dbg)")
+	}
+	prog := bpftest.BuildC(t, t.TempDir(), "puts", "#include <stdio.h>\nint main(void) { puts(\"x\"); return 0; }\n", "-O2")
+	inlined := regexp.MustCompile("(?m)^ *libc\\.so\\.6`[^ ]+ \\(inlined\\)\n *libc\\.so\\.6`[^ ]+\\+0x[0-9a-f]+$")
+	for i := 0; i < 3; i++ {
+		r := dstar(t, 60*time.Second, "-q", "-c", prog, "-n",
+			`syscall::newfstatat:entry /pid == $target/ { @[ustack()] = count(); }`)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if !inlined.MatchString(r.stdout) || strings.Contains(r.stderr, "not read in") {
+			t.Errorf("run %d: no libc function inlined in the stacks printed at exit:\n%s\nstderr:\n%s", i, r.stdout, r.stderr)
+		}
+	}
 }

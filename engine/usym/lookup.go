@@ -3,7 +3,12 @@ package usym
 import (
 	"encoding/hex"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"time"
+
+	"github.com/dstar-trace/dstar/providers/elfsym"
+	"github.com/dstar-trace/dstar/providers/procmaps"
 )
 
 // Location is where an address of a process lies, as far as it is known:
@@ -65,22 +70,24 @@ const InlinedMark = " (inlined)"
 // or of its debug file. ret says pc is a return address (every frame of
 // a stack but the first): the call it returns from, just before it, is
 // what was inlined, for the call may be the inlined copy's last
-// instruction.
+// instruction. Frames never waits for a file's DWARF: see WaitInlines.
 func (s *Symbolizer) Frames(pid int, pc uint64, ret, inline bool) []string {
 	loc, sf, v := s.locate(pid, pc)
 	frame := render(loc, pc)
 	if !inline || sf == nil || loc.Func == "" {
 		return []string{frame}
 	}
-	chain := sf.inlinedAt(v, ret, loc.Module)
+	chain := s.inlinedAt(sf, v, ret, loc.Module)
 	out := make([]string, 0, len(chain)+1)
 	return append(append(out, chain...), frame)
 }
 
 // inlinedAt returns the frames of the functions inlined at virtual
 // address v of the file (module is its name), innermost first, through
-// the file's cache.
-func (sf *symFile) inlinedAt(v uint64, ret bool, module string) []string {
+// the file's cache. It never waits for the file's DWARF: while that is
+// being read it returns none, uncached, and counts the naming
+// incomplete (see WaitInlines).
+func (s *Symbolizer) inlinedAt(sf *symFile, v uint64, ret bool, module string) []string {
 	k := inlineKey{v, ret}
 	sf.mu.Lock()
 	chain, ok := sf.inlined[k]
@@ -91,14 +98,20 @@ func (sf *symFile) inlinedAt(v uint64, ret bool, module string) []string {
 	if ret && v > 0 {
 		v--
 	}
-	f := sf.f
-	if !f.HasDWARF() {
-		f = sf.debugFile()
+	f := sf.inlineFile()
+	if f == nil {
+		return nil
 	}
-	if f != nil && f.HasDWARF() {
-		for _, name := range f.InlineChain(v) {
-			chain = append(chain, module+"`"+Demangle(name)+InlinedMark)
-		}
+	names, ready := inlineChain(f, v)
+	if !ready {
+		s.mu.Lock()
+		s.unread[f] = module
+		s.unready++
+		s.mu.Unlock()
+		return nil
+	}
+	for _, name := range names {
+		chain = append(chain, module+"`"+Demangle(name)+InlinedMark)
 	}
 	sf.mu.Lock()
 	if sf.inlined == nil || len(sf.inlined) >= maxInlined {
@@ -107,6 +120,92 @@ func (sf *symFile) inlinedAt(v uint64, ret bool, module string) []string {
 	sf.inlined[k] = chain
 	sf.mu.Unlock()
 	return chain
+}
+
+// inlineFile returns the file whose DWARF says what is inlined in sf's
+// code: its own, else its debug file's (as far as it is known yet), or
+// nil when neither has DWARF.
+func (sf *symFile) inlineFile() *elfsym.File {
+	f := sf.f
+	if f == nil {
+		return nil
+	}
+	if !f.HasDWARF() {
+		f = sf.debugFile()
+	}
+	if f == nil || !f.HasDWARF() {
+		return nil
+	}
+	return f
+}
+
+// inlineChain and waitInlines are elfsym's; tests slow them down.
+var (
+	inlineChain = (*elfsym.File).InlineChainReady
+	waitInlines = (*elfsym.File).WaitInlines
+)
+
+// Unready counts the frames named so far without the functions inlined
+// at them because their file's DWARF was still being read: a caller
+// that must print complete stacks compares it before and after naming
+// them, and if it grew, calls WaitInlines and names them again.
+func (s *Symbolizer) Unready() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unready
+}
+
+// WaitInlines waits, at most until timeout fires, for the reading of
+// the DWARF of every file a frame was named without its inlined
+// functions for; it returns the names of the modules whose reading is
+// not done by then: their frames go on without inlined functions until
+// it is.
+func (s *Symbolizer) WaitInlines(timeout time.Duration) (late []string) {
+	s.mu.Lock()
+	unread := s.unread
+	s.unread = map[*elfsym.File]string{}
+	s.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for f, module := range unread {
+		if !waitInlines(f, t.C) {
+			late = append(late, module)
+			s.mu.Lock()
+			s.unread[f] = module
+			s.mu.Unlock()
+		}
+	}
+	slices.Sort(late)
+	return slices.Compact(late)
+}
+
+// PreloadInlines has the DWARF of the files process pid maps code from
+// read in the background, for the functions inlined in them: so that by
+// the time its frames are named, it is read. It asks no debuginfod
+// server: a file whose debug file is fetched has its frames named
+// first.
+func (s *Symbolizer) PreloadInlines(pid int) {
+	ms, err := procmaps.Read(pid)
+	if err != nil {
+		return
+	}
+	for _, m := range ms {
+		if !m.IsFile() || !m.Exec() {
+			continue
+		}
+		s.mu.Lock()
+		sf := s.files[fileKey{m.Dev, m.Inode, m.Path}]
+		s.mu.Unlock()
+		var f *elfsym.File
+		if sf != nil {
+			f = sf.inlineFile()
+		} else if f, err = elfsym.Open(m.Path); err == nil && !f.HasDWARF() {
+			f, _ = elfsym.DebugFile(f)
+		}
+		if f != nil && f.HasDWARF() {
+			f.PreloadInlines()
+		}
+	}
 }
 
 // Mapped is the file mapping that holds an address, for profiles that

@@ -16,6 +16,13 @@
 // debuginfod server has (DEBUGINFOD_URLS): fetched in the background,
 // into debuginfod-client's cache, and used by the frames named after it
 // has arrived.
+//
+// The functions inlined at a frame (Frames) are read from DWARF in the
+// background too, a goroutine per file (elfsym.File.PreloadInlines),
+// begun by PreloadInlines or the first frame named in the file: frames
+// named before it is done go without them, and a caller that must print
+// complete stacks waits for it (Unready, WaitInlines) and names them
+// again.
 package usym
 
 import (
@@ -54,6 +61,11 @@ type Symbolizer struct {
 	// by build ID, each tried once.
 	debuginfod *debuginfod.Client
 	fetches    map[string]*fetch
+	// unread are the files whose DWARF was being read when a frame in
+	// them was named, with their module names; unready counts such
+	// namings (see WaitInlines).
+	unread  map[*elfsym.File]string
+	unready uint64
 }
 
 // fetch is a debug file being fetched from debuginfod: debug is set once
@@ -141,7 +153,7 @@ const refresh = 100 * time.Millisecond
 func New() *Symbolizer {
 	return &Symbolizer{procs: map[int]*process{}, followers: map[*procmaps.Follower]map[int]bool{},
 		files: map[fileKey]*symFile{}, pruned: time.Now(),
-		debuginfod: debuginfod.FromEnv(), fetches: map[string]*fetch{}}
+		debuginfod: debuginfod.FromEnv(), fetches: map[string]*fetch{}, unread: map[*elfsym.File]string{}}
 }
 
 // Watch keeps process pid's mappings current until it exits (or stop is

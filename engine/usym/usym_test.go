@@ -90,50 +90,108 @@ __attribute__((noinline)) int outer(int x) { return depth2(x + 1) * 3; }
 int main(void) { int n = 0; for (;;) { n += outer(n); sleep(100); } }
 `
 
-// BenchmarkFramesInlined: symbolising a 20-frame stack whose every frame
-// is the return address of a call with two functions inlined at it (a
-// live C program built -O2 -g), with the inlined frames and without
-// them, after the first lookup has read the file's DWARF.
-func BenchmarkFramesInlined(b *testing.B) {
-	prog := bpftest.BuildC(b, b.TempDir(), "inl", inlineSrc, "-O2", "-g")
+// inlineTarget starts a C program built -O2 -g whose outer calls
+// getppid with two functions inlined at the call, and returns its
+// process and the return address of that call: a frame with two
+// inlined frames before it.
+func inlineTarget(tb testing.TB) (pid int, ret uint64) {
+	prog := bpftest.BuildC(tb, tb.TempDir(), "inl", inlineSrc, "-O2", "-g")
 	cmd := exec.Command(prog)
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
+	tb.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 	f, err := elfsym.Open(prog)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	outer, _ := f.Lookup("outer")
-	off, err := f.FileOffset(outer.Value)
-	if err != nil {
-		b.Fatal(err)
+	// The return address of the call to getppid, inlined twice, is
+	// the first address past the copies' start that shows both.
+	v := outer.Value + 1
+	for ; v < outer.Value+outer.Size && len(f.InlineChain(v-1)) != 2; v++ {
 	}
-	var pc uint64
-	for pc == 0 {
+	off, err := f.FileOffset(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for ret == 0 {
 		ms, err := procmaps.Read(cmd.Process.Pid)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		for _, m := range ms {
 			if m.Path == prog && m.Offset <= off && off < m.Offset+(m.End-m.Start) {
-				pc = m.Start + off - m.Offset
+				ret = m.Start + off - m.Offset
 			}
 		}
 	}
-	s := New()
-	pid := cmd.Process.Pid
-	// The return address of the call to getppid, inlined twice, is in
-	// outer: the first address past the copies' start that shows both.
-	var ret uint64
-	for a := pc; a < pc+outer.Size; a++ {
-		if len(s.Frames(pid, a, true, true)) == 3 {
-			ret = a
-			break
+	return cmd.Process.Pid, ret
+}
+
+// TestFramesDoNotWaitForInlines: while a file's DWARF is being read, its
+// frames are named at once without their inlined functions, and not
+// cached so; WaitInlines gives up at its timeout, naming the module,
+// and once the reading is done waits no more, and the frames have their
+// inlined functions: what dstar prints at exit.
+func TestFramesDoNotWaitForInlines(t *testing.T) {
+	pid, ret := inlineTarget(t)
+	release := make(chan struct{})
+	oldChain, oldWait := inlineChain, waitInlines
+	defer func() { inlineChain, waitInlines = oldChain, oldWait }()
+	inlineChain = func(f *elfsym.File, v uint64) ([]string, bool) {
+		select {
+		case <-release:
+			return oldChain(f, v)
+		default:
+			return nil, false
 		}
 	}
+	waitInlines = func(f *elfsym.File, timeout <-chan time.Time) bool {
+		select {
+		case <-release:
+			return oldWait(f, timeout)
+		case <-timeout:
+			return false
+		}
+	}
+	s := New()
+	before := s.Unready()
+	got := s.Frames(pid, ret, true, true)
+	if len(got) != 1 || strings.Contains(got[0], "(inlined)") || !strings.Contains(got[0], "inl`outer+0x") {
+		t.Errorf("named while the DWARF is read: %q, want outer alone", got)
+	}
+	if s.Unready() == before {
+		t.Error("a naming without inlined frames is not counted")
+	}
+	if late := s.WaitInlines(10 * time.Millisecond); !reflect.DeepEqual(late, []string{"inl"}) {
+		t.Errorf("WaitInlines with the reading held: late %q, want [inl]", late)
+	}
+	close(release)
+	if late := s.WaitInlines(time.Minute); late != nil {
+		t.Errorf("WaitInlines once read: late %q", late)
+	}
+	got = s.Frames(pid, ret, true, true)
+	if len(got) != 3 || !strings.HasSuffix(got[0], "inl`depth3 (inlined)") || !strings.HasSuffix(got[1], "inl`depth2 (inlined)") {
+		t.Errorf("named once read: %q, want depth3, depth2, outer", got)
+	}
+	if late := s.WaitInlines(0); late != nil {
+		t.Errorf("nothing unread, yet late %q", late)
+	}
+}
+
+// BenchmarkFramesInlined: symbolising a 20-frame stack whose every frame
+// is the return address of a call with two functions inlined at it (a
+// live C program built -O2 -g), with the inlined frames and without
+// them, after the file's DWARF is read.
+func BenchmarkFramesInlined(b *testing.B) {
+	pid, ret := inlineTarget(b)
+	s := New()
+	s.Frames(pid, ret, true, true)
+	s.WaitInlines(time.Minute)
 	if len(s.Frames(pid, ret, true, true)) != 3 {
 		b.Fatal("no address in outer has two inlined frames")
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/dstar-trace/dstar/providers/bpftest"
 )
@@ -88,7 +89,7 @@ func firstCall(t *testing.T, path, fn string) uint64 {
 }
 
 // TestInlineCacheBounded: past its budget the cache lets the least
-// recently used table go, and a file asked for again is read again.
+// recently used index go, and a file asked for again is read again.
 func TestInlineCacheBounded(t *testing.T) {
 	dir := t.TempDir()
 	a, err := Open(bpftest.BuildC(t, dir, "a", inlineSrc, "-O2", "-g"))
@@ -99,14 +100,29 @@ func TestInlineCacheBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := inlines(a).weight()
+	weight := func(f *File) (int, bool) {
+		inlineCache.Lock()
+		defer inlineCache.Unlock()
+		ix, ok := inlineCache.tabs[f.key]
+		if !ok {
+			return 0, false
+		}
+		return ix.weight, true
+	}
+	if got := a.InlineChain(firstCall(t, a.Path, "outer")); len(got) != 2 {
+		t.Fatalf("a: %q", got)
+	}
+	w, _ := weight(a)
+	if w == 0 {
+		t.Fatal("a read weighs nothing")
+	}
 	old := inlineBudget
 	inlineBudget = w + w/2
 	defer func() { inlineBudget = old }()
-	inlines(b)
+	b.InlineChain(firstCall(t, b.Path, "outer"))
+	_, hasA := weight(a)
+	_, hasB := weight(b)
 	inlineCache.Lock()
-	_, hasA := inlineCache.tabs[a.key]
-	_, hasB := inlineCache.tabs[b.key]
 	total := inlineCache.weight
 	inlineCache.Unlock()
 	if hasA || !hasB || total > inlineBudget {
@@ -114,6 +130,81 @@ func TestInlineCacheBounded(t *testing.T) {
 	}
 	if got := a.InlineChain(firstCall(t, a.Path, "outer")); len(got) != 2 {
 		t.Errorf("a, read again: %q", got)
+	}
+}
+
+// TestInlineUnitsMatchWhole: read a unit at a time, as asked for, the
+// inlined copies are those read whole, at every address where one
+// starts or ends: in the test program, and in libc when its debug file
+// is installed.
+func TestInlineUnitsMatchWhole(t *testing.T) {
+	paths := []string{bpftest.BuildC(t, t.TempDir(), "inl", inlineSrc, "-O2", "-g")}
+	if lib, err := Open("/usr/lib/x86_64-linux-gnu/libc.so.6"); err == nil {
+		if d, err := DebugFile(lib); err == nil && d.HasDWARF() {
+			paths = append(paths, d.Path)
+		}
+	}
+	for _, path := range paths {
+		whole := readInlines(path)
+		secs, w := loadInlines(path)
+		if whole == nil || secs == nil || w != nil {
+			t.Fatalf("%s: read whole %v, by units %v", path, whole != nil, secs != nil)
+		}
+		ix := &inlineIndex{path: path, units: map[uint64]*inlineTable{}}
+		var addrs []uint64
+		for _, r := range whole.ranges {
+			addrs = append(addrs, r.lo, r.hi-1, r.hi)
+		}
+		for _, a := range addrs {
+			ix.chain(a)
+		}
+		ix.wait(nil)
+		bad := 0
+		for _, a := range addrs {
+			got, ok := ix.chain(a)
+			if want := whole.chain(a); !ok || !reflect.DeepEqual(got, want) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: %#x: by units %q (%v), whole %q", path, a, got, ok, want)
+				}
+			}
+		}
+		if bad > 0 || len(addrs) == 0 {
+			t.Errorf("%s: %d of %d addresses differ", path, bad, len(addrs))
+		}
+		t.Logf("%s: %d addresses, %d units read", path, len(addrs), len(ix.units))
+	}
+}
+
+// TestInlineChainReadyDoesNotWait: a lookup while the file's DWARF is
+// unread answers at once that it is not ready, and has it read in the
+// background; once WaitInlines says it is done, it answers in full.
+func TestInlineChainReadyDoesNotWait(t *testing.T) {
+	prog := bpftest.BuildC(t, t.TempDir(), "inl", inlineSrc, "-O2", "-g")
+	f, err := Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := firstCall(t, prog, "outer")
+	// A reader held back until the lookup has answered.
+	release := make(chan struct{})
+	defer func(old func(string) (*unitSections, *inlineTable)) { inlineLoad = old }(inlineLoad)
+	inlineLoad = func(path string) (*unitSections, *inlineTable) {
+		<-release
+		return loadInlines(path)
+	}
+	got, ok := f.InlineChainReady(call)
+	if ok || got != nil {
+		t.Errorf("unread: %q, ready %v; want not ready", got, ok)
+	}
+	if f.WaitInlines(time.After(10 * time.Millisecond)) {
+		t.Error("WaitInlines says a held reader is done")
+	}
+	close(release)
+	if !f.WaitInlines(nil) {
+		t.Fatal("WaitInlines without a timeout gave up")
+	}
+	if got, ok := f.InlineChainReady(call); !ok || !reflect.DeepEqual(got, []string{"depth3", "depth2"}) {
+		t.Errorf("once read: %q, ready %v", got, ok)
 	}
 }
 
@@ -159,13 +250,50 @@ func BenchmarkReadInlinesLibc(b *testing.B) {
 	b.ReportMetric(float64(t.weight()), "weight")
 }
 
+// BenchmarkFirstChainLibc: a first lookup in libc, from nothing read:
+// its sections read and the unit holding the address walked, once per
+// iteration. heldbytes is what the index keeps after it.
+func BenchmarkFirstChainLibc(b *testing.B) {
+	d := libcDebug(b)
+	whole := readInlines(d.Path)
+	if whole == nil || len(whole.ranges) == 0 {
+		b.Skip("no inline ranges")
+	}
+	addr := whole.ranges[len(whole.ranges)/2].lo
+	whole = nil
+	first := func() *inlineIndex {
+		ix := &inlineIndex{path: d.Path, units: map[uint64]*inlineTable{}}
+		for {
+			if _, ok := ix.chain(addr); ok {
+				return ix
+			}
+			ix.wait(nil)
+		}
+	}
+	for b.Loop() {
+		first()
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ix := first()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heldbytes")
+	runtime.KeepAlive(ix)
+}
+
 // BenchmarkInlineChainLibc: one lookup in libc's table, once read.
 func BenchmarkInlineChainLibc(b *testing.B) {
 	d := libcDebug(b)
-	t := inlines(d)
+	t := readInlines(d.Path)
 	if t == nil || len(t.ranges) == 0 {
 		b.Skip("no inline ranges")
 	}
+	for _, r := range t.ranges {
+		d.InlineChainReady(r.lo)
+	}
+	d.WaitInlines(nil)
 	i := 0
 	for b.Loop() {
 		d.InlineChain(t.ranges[i%len(t.ranges)].lo)
