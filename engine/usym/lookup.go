@@ -84,9 +84,11 @@ func (s *Symbolizer) Frames(pid int, pc uint64, ret, inline bool) []string {
 
 // inlinedAt returns the frames of the functions inlined at virtual
 // address v of the file (module is its name), innermost first, through
-// the file's cache. It never waits for the file's DWARF: while that is
-// being read it returns none, uncached, and counts the naming
-// incomplete (see WaitInlines).
+// the file's cache. It waits for the file's DWARF at most frameWait, so
+// that what is printed while tracing does not depend on how fast it is
+// read (the reading begins at a process's first walk: it is mostly done
+// by then); past that, and for the file's frames after, it returns none,
+// uncached, and counts the naming incomplete (see WaitInlines).
 func (s *Symbolizer) inlinedAt(sf *symFile, v uint64, ret bool, module string) []string {
 	k := inlineKey{v, ret}
 	sf.mu.Lock()
@@ -103,6 +105,17 @@ func (s *Symbolizer) inlinedAt(sf *symFile, v uint64, ret bool, module string) [
 		return nil
 	}
 	names, ready := inlineChain(f, v)
+	if !ready {
+		s.mu.Lock()
+		_, late := s.unread[f]
+		s.mu.Unlock()
+		if !late {
+			t := time.NewTimer(frameWait)
+			waitInlines(f, t.C)
+			t.Stop()
+			names, ready = inlineChain(f, v)
+		}
+	}
 	if !ready {
 		s.mu.Lock()
 		s.unread[f] = module
@@ -138,6 +151,9 @@ func (sf *symFile) inlineFile() *elfsym.File {
 	}
 	return f
 }
+
+// frameWait is the longest Frames waits for a file's DWARF to be read.
+var frameWait = time.Second
 
 // inlineChain and waitInlines are elfsym's; tests slow them down.
 var (

@@ -19,10 +19,10 @@
 //
 // The functions inlined at a frame (Frames) are read from DWARF in the
 // background too, a goroutine per file (elfsym.File.PreloadInlines),
-// begun by PreloadInlines or the first frame named in the file: frames
-// named before it is done go without them, and a caller that must print
-// complete stacks waits for it (Unready, WaitInlines) and names them
-// again.
+// begun by PreloadInlines or the first frame named in the file. A frame
+// waits for it a second at most: frames named past that go without
+// them, and a caller that must print complete stacks waits longer
+// (Unready, WaitInlines) and names them again.
 package usym
 
 import (

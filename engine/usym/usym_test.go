@@ -132,16 +132,17 @@ func inlineTarget(tb testing.TB) (pid int, ret uint64) {
 	return cmd.Process.Pid, ret
 }
 
-// TestFramesDoNotWaitForInlines: while a file's DWARF is being read, its
-// frames are named at once without their inlined functions, and not
+// TestFramesDoNotWaitForInlines: while a file's DWARF is being read past
+// frameWait, its frames are named without their inlined functions, and not
 // cached so; WaitInlines gives up at its timeout, naming the module,
 // and once the reading is done waits no more, and the frames have their
 // inlined functions: what dstar prints at exit.
 func TestFramesDoNotWaitForInlines(t *testing.T) {
 	pid, ret := inlineTarget(t)
 	release := make(chan struct{})
-	oldChain, oldWait := inlineChain, waitInlines
-	defer func() { inlineChain, waitInlines = oldChain, oldWait }()
+	oldChain, oldWait, oldFrameWait := inlineChain, waitInlines, frameWait
+	defer func() { inlineChain, waitInlines, frameWait = oldChain, oldWait, oldFrameWait }()
+	frameWait = 10 * time.Millisecond
 	inlineChain = func(f *elfsym.File, v uint64) ([]string, bool) {
 		select {
 		case <-release:
@@ -150,7 +151,9 @@ func TestFramesDoNotWaitForInlines(t *testing.T) {
 			return nil, false
 		}
 	}
+	waits := 0
 	waitInlines = func(f *elfsym.File, timeout <-chan time.Time) bool {
+		waits++
 		select {
 		case <-release:
 			return oldWait(f, timeout)
@@ -166,6 +169,11 @@ func TestFramesDoNotWaitForInlines(t *testing.T) {
 	}
 	if s.Unready() == before {
 		t.Error("a naming without inlined frames is not counted")
+	}
+	// Once a file's reading is late, its frames wait no more.
+	s.Frames(pid, ret, true, true)
+	if waits != 1 {
+		t.Errorf("Frames waited %d times for the same late file, want once", waits)
 	}
 	if late := s.WaitInlines(10 * time.Millisecond); !reflect.DeepEqual(late, []string{"inl"}) {
 		t.Errorf("WaitInlines with the reading held: late %q, want [inl]", late)
