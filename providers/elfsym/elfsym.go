@@ -81,9 +81,10 @@ type File struct {
 	// debug file, and debugCRC that file's CRC-32.
 	debugLink string
 	debugCRC  uint32
-	// dwarf: the file has .debug_info (see InlineChain).
-	dwarf bool
-	key   cacheKey // the file version it was read from
+	// dwarf: the file has .debug_info (see InlineChain); aranges: and
+	// .debug_aranges, so its units can be read as they are asked for.
+	dwarf, aranges bool
+	key            cacheKey // the file version it was read from
 
 	syms   []Symbol // by address, then name
 	byName map[string]int
@@ -266,6 +267,8 @@ func parse(path string) (*File, error) {
 	f.Go = pcln != nil
 	if s := ef.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
 		f.dwarf = true
+		s := ef.Section(".debug_aranges")
+		f.aranges = s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
 	}
 	f.BuildID = buildID(ef)
 	f.debugLink, f.debugCRC = debugLink(ef)

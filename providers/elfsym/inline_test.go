@@ -2,6 +2,7 @@ package elfsym
 
 import (
 	"debug/elf"
+	"os/exec"
 	"reflect"
 	"runtime"
 	"testing"
@@ -206,6 +207,49 @@ func TestInlineChainReadyDoesNotWait(t *testing.T) {
 	if got, ok := f.InlineChainReady(call); !ok || !reflect.DeepEqual(got, []string{"depth3", "depth2"}) {
 		t.Errorf("once read: %q, ready %v", got, ok)
 	}
+}
+
+// TestPreloadOnlyWithAranges: PreloadInlines starts reading a file whose
+// units .debug_aranges finds (gcc's), and leaves a file that would be
+// read whole (Go's, clang's: here gcc's with .debug_aranges removed)
+// until a frame is named.
+func TestPreloadOnlyWithAranges(t *testing.T) {
+	reading := func(f *File) bool {
+		inlineCache.Lock()
+		ix := inlineCache.tabs[f.key]
+		inlineCache.Unlock()
+		if ix == nil {
+			return false
+		}
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		return ix.reading || ix.loaded
+	}
+	prog := bpftest.BuildC(t, t.TempDir(), "inl", inlineSrc, "-O2", "-g")
+	c, err := Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := prog + ".noaranges"
+	if out, err := exec.Command("objcopy", "--remove-section", ".debug_aranges", prog, whole).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, out)
+	}
+	g, err := Open(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.HasDWARF() || !c.aranges || !g.HasDWARF() || g.aranges {
+		t.Fatalf("gcc -g: DWARF %v, aranges %v; without aranges: DWARF %v, aranges %v", c.HasDWARF(), c.aranges, g.HasDWARF(), g.aranges)
+	}
+	c.PreloadInlines()
+	g.PreloadInlines()
+	if !reading(c) {
+		t.Error("a gcc -g file is not read by PreloadInlines")
+	}
+	if reading(g) {
+		t.Error("a file without .debug_aranges, read whole, is read by PreloadInlines")
+	}
+	c.WaitInlines(nil)
 }
 
 // libcDebug returns libc's separate debug file, or skips.
