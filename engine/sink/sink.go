@@ -1,5 +1,5 @@
 // Package sink is where dstar's output goes: a writer that buffers,
-// flushes a few times a second, and remembers the first write error with
+// flushes within 50 ms of a write, and remembers the first write error with
 // the name of the file it failed on, so that a full disk or a closed
 // descriptor is reported once, clearly, and stops tracing, instead of
 // every later record being lost in silence.
@@ -62,17 +62,21 @@ type Writer struct {
 	err    *Error
 	onFail func(*Error)
 	stop   chan struct{} // closed by Close, ending the flushing loop
+	// wrote wakes the flushing loop when a write leaves data buffered:
+	// a Writer nothing is written to wakes no one (a profile that only
+	// aggregates, hours long).
+	wrote  chan struct{}
 	closed bool
 }
 
 // New returns a Writer to dst, named name in its error ("" is
-// "<stdout>"). A buffered one flushes every 50 ms until Close; an
-// unbuffered one writes through.
+// "<stdout>"). A buffered one flushes 50 ms after a write leaves data
+// in its buffer, until Close; an unbuffered one writes through.
 func New(dst io.Writer, name string, buffered bool) *Writer {
 	if name == "" {
 		name = "<stdout>"
 	}
-	w := &Writer{name: name, dst: dst, stop: make(chan struct{})}
+	w := &Writer{name: name, dst: dst, stop: make(chan struct{}), wrote: make(chan struct{}, 1)}
 	if buffered {
 		w.buf = bufio.NewWriterSize(writerFunc(w.writeDst), 64<<10)
 		go w.loop()
@@ -127,6 +131,12 @@ func (w *Writer) Write(p []byte) (int, error) {
 	failed := w.err != nil
 	if w.buf != nil {
 		n, err = w.buf.Write(p)
+		if w.buf.Buffered() > 0 {
+			select {
+			case w.wrote <- struct{}{}:
+			default: // the loop is woken already
+			}
+		}
 	} else {
 		n, err = w.writeDst(p)
 	}
@@ -164,13 +174,20 @@ func (w *Writer) Flush() error {
 }
 
 func (w *Writer) loop() {
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
+	t := time.NewTimer(flushEvery)
+	t.Stop()
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-tick.C:
+		case <-w.wrote:
+		}
+		t.Reset(flushEvery)
+		select {
+		case <-w.stop:
+			t.Stop()
+			return
+		case <-t.C:
 			w.Flush()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // full fails every write as a full disk does.
@@ -49,5 +50,36 @@ func TestBufferedWritesThrough(t *testing.T) {
 	io.WriteString(w, "b")
 	if w.Flush(); b.String() != "ab" {
 		t.Errorf("after a write and Flush past Close: %q", b.String())
+	}
+}
+
+// chanWriter sends each write on a channel.
+type chanWriter chan string
+
+func (c chanWriter) Write(p []byte) (int, error) {
+	c <- string(p)
+	return len(p), nil
+}
+
+// TestBufferedFlushesAfterWrite: a buffered Writer flushes by itself
+// after each write that leaves data buffered, not only the first, and
+// writes nothing while nothing is written to it.
+func TestBufferedFlushesAfterWrite(t *testing.T) {
+	c := make(chanWriter, 4)
+	w := New(c, "out", true)
+	defer w.Close()
+	for _, s := range []string{"a", "b"} {
+		io.WriteString(w, s)
+		select {
+		case got := <-c:
+			if got != s {
+				t.Errorf("flushed %q, want %q", got, s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q not flushed by itself", s)
+		}
+	}
+	if w.Flush(); len(c) != 0 {
+		t.Errorf("an empty buffer flushed: %q", <-c)
 	}
 }
