@@ -38,6 +38,9 @@ type Enabling struct {
 
 	consumer sync.WaitGroup
 	stopRead chan struct{}
+	// wake is what the consumer waits on when every record wakes it
+	// (nil: the reader's own blocking wait).
+	wake *ringWait
 
 	stateMu  sync.Mutex
 	disabled bool
@@ -326,6 +329,9 @@ func (e *Enabling) begin() error {
 	}
 	e.reportDrops()
 	e.stopRead = make(chan struct{})
+	if !e.polled() && e.s.opts.AggRate == 0 {
+		e.wake = newRingWait(e.coll.Maps[codegen.EventsMap])
+	}
 	e.consumer.Add(1)
 	go e.consume()
 	return nil
@@ -340,6 +346,13 @@ func (e *Enabling) polled() bool {
 		}
 	}
 	return false
+}
+
+// stopWake interrupts the consumer's wait, once stopRead is closed.
+func (e *Enabling) stopWake() {
+	if e.wake != nil {
+		e.wake.interrupt()
+	}
 }
 
 // consume reads records until stopped, waking every switch interval:
@@ -361,7 +374,12 @@ func (e *Enabling) consume() {
 			return
 		default:
 		}
-		e.rd.SetDeadline(time.Now().Add(wait))
+		if e.wake != nil {
+			e.wake.wait(time.Now().Add(wait), e.stopRead, func() bool { return e.rd.AvailableBytes() > 0 })
+			e.rd.SetDeadline(time.Now())
+		} else {
+			e.rd.SetDeadline(time.Now().Add(wait))
+		}
 		e.readAggRate(0)
 		for {
 			err := e.rd.ReadInto(&rec)
@@ -432,6 +450,7 @@ func (e *Enabling) Disable() error {
 	if e.stopRead != nil {
 		close(e.stopRead)
 		e.rd.Flush()
+		e.stopWake()
 		e.consumer.Wait()
 	}
 	if err := e.setActivity(codegen.Draining); err != nil {
@@ -458,6 +477,7 @@ func (e *Enabling) Close() error {
 	if e.stopRead != nil && !e.disabled {
 		close(e.stopRead)
 		e.rd.Flush()
+		e.stopWake()
 		e.consumer.Wait()
 	}
 	err := e.closeLinks()
@@ -465,6 +485,9 @@ func (e *Enabling) Close() error {
 	e.s.closedCuts.Add(e.readCuts())
 	if e.rd != nil {
 		e.rd.Close()
+	}
+	if e.wake != nil {
+		e.wake.close()
 	}
 	if e.coll != nil {
 		e.coll.Close()
