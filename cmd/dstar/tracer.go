@@ -358,6 +358,11 @@ func (t *tracer) run() int {
 	// and ends tracing with status 1, as in dtrace.
 	bw.OnFail(func(err *sink.Error) { sess.Fail(err) })
 	t.hold("attach", intr)
+	// -p processes run on while tracing begins: their unwind tables
+	// are loaded before the probes fire (-c ones are held at exec).
+	for _, pid := range t.cfg.pids {
+		sess.PreloadUserStacks(pid)
+	}
 	en, err := sess.Enable(prog, t.reg)
 	if err != nil {
 		killKids()
@@ -365,8 +370,8 @@ func (t *tracer) run() int {
 		return exitError
 	}
 	t.hold("begin", intr)
-	// Where user stacks are walked by call-frame information, the
-	// targets' unwind tables are loaded before they run on, so that
+	// Where user stacks are walked by call-frame information, the -c
+	// commands' unwind tables are loaded before they run on, so that
 	// their first stacks are whole: -c commands held at exec are first
 	// run to their entry points, their libraries mapped (their dynamic
 	// linker's own stacks, traced meanwhile, are cut short, and marked).
@@ -376,8 +381,8 @@ func (t *tracer) run() int {
 			// one, another architecture) is left where it is.
 			advanceAll(kids, "preinit")
 		}
-		for _, pid := range targetPids {
-			en.LoadUserStacks(pid)
+		for _, k := range kids {
+			en.LoadUserStacks(k.cmd.Process.Pid)
 		}
 	}
 	// Their mappings are kept read, and followed from before the -c

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -104,5 +105,42 @@ func TestUStackStrippedFunctions(t *testing.T) {
 		if !regexp.MustCompile("(?m)^ +" + regexp.QuoteMeta(w) + `\+0x[0-9a-f]+$`).MatchString(r.stdout) {
 			t.Errorf("no frame of %s (%s+0x...):\n%s", fn, w, r.stdout)
 		}
+	}
+}
+
+// TestUStackDeletedBinary: a program whose file was deleted while it runs
+// (upgraded by its package manager, or run from a memfd) is unwound and
+// named through its mappings: whole stacks, by function, as before.
+func TestUStackDeletedBinary(t *testing.T) {
+	bpftest.Require(t)
+	dir := t.TempDir()
+	prog := bpftest.BuildC(t, dir, "gone", `
+#include <unistd.h>
+__attribute__((noinline)) int leaf(void) { return getppid() + 1; }
+__attribute__((noinline)) int middle(void) { return leaf() + 1; }
+__attribute__((noinline)) int top(void) { return middle() + 1; }
+int main(void) { for (;;) { top(); usleep(2000); } }
+`, "-O2", "-fomit-frame-pointer")
+	cmd := exec.Command(prog)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	// Deleted once it runs: its mappings say "(deleted)".
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
+	}
+	r := dstar(t, 30*time.Second, "-q", "-p", strconv.Itoa(cmd.Process.Pid), "-n",
+		`syscall::getppid:entry /pid == $target/ { @[ustack()] = count(); } tick-1s { exit(0); }`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	whole := regexp.MustCompile("(?m)^ +gone`leaf\\+0x[0-9a-f]+\n +gone`middle\\+0x[0-9a-f]+\n +gone`top\\+0x[0-9a-f]+\n +gone`main\\+0x[0-9a-f]+\n(?: +libc.so.6`.*\n)+ +gone`_start\\+0x[0-9a-f]+\n +(\\d+)$")
+	m := whole.FindStringSubmatch(r.stdout)
+	if m == nil || atoi(m[1]) < 100 {
+		t.Errorf("want most of the calls' stacks whole, leaf to _start, named in the deleted file:\n%s%s", r.stdout, r.stderr)
 	}
 }

@@ -36,7 +36,7 @@ func (s *Symbolizer) locate(pid int, pc uint64) (Location, *symFile, uint64) {
 		return Location{}, nil, 0
 	}
 	loc := Location{Module: filepath.Base(m.Path)}
-	sf := s.file(m)
+	sf := s.file(pid, m)
 	if sf.f == nil {
 		return loc, nil, 0
 	}
@@ -215,7 +215,7 @@ func (s *Symbolizer) PreloadInlines(pid int) {
 		var f *elfsym.File
 		if sf != nil {
 			f = sf.inlineFile()
-		} else if f, err = elfsym.Open(m.Path); err == nil && !f.HasDWARF() {
+		} else if f, err = elfsym.Open(openPath(pid, m)); err == nil && !f.HasDWARF() {
 			f, _ = elfsym.DebugFile(f)
 		}
 		if f != nil && f.HasDWARF() {
@@ -241,7 +241,7 @@ func (s *Symbolizer) Mapping(pid int, pc uint64) (Mapped, bool) {
 		return Mapped{}, false
 	}
 	out := Mapped{Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset}
-	if sf := s.file(m); sf.f != nil && len(sf.f.BuildID) > 0 {
+	if sf := s.file(pid, m); sf.f != nil && len(sf.f.BuildID) > 0 {
 		out.BuildID = hex.EncodeToString(sf.f.BuildID)
 	}
 	return out, true

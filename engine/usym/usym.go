@@ -29,6 +29,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -275,6 +276,16 @@ func (s *Symbolizer) reread(pid int) bool {
 	return true
 }
 
+// openPath is where m's file, a mapping of process pid, is opened: a
+// file deleted since it was mapped (a program upgraded while it runs,
+// or run from a memfd) through the mapping itself, while pid lives.
+func openPath(pid int, m procmaps.Mapping) string {
+	if m.Deleted {
+		return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+	}
+	return m.Path
+}
+
 // Frame renders pc in process pid: module`function+0xoff, module`0xaddr
 // when the module is known but not the function, or the bare address.
 func (s *Symbolizer) Frame(pid int, pc uint64) string {
@@ -294,8 +305,9 @@ func render(loc Location, pc uint64) string {
 	return loc.Module + "`" + loc.Func + "+0x" + strconv.FormatUint(loc.Offset, 16)
 }
 
-// file returns the symbols of m's file, opening it on first use.
-func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
+// file returns the symbols of m's file, a mapping of process pid,
+// opening it on first use.
+func (s *Symbolizer) file(pid int, m procmaps.Mapping) *symFile {
 	k := fileKey{m.Dev, m.Inode, m.Path}
 	s.mu.Lock()
 	sf := s.files[k]
@@ -304,7 +316,7 @@ func (s *Symbolizer) file(m procmaps.Mapping) *symFile {
 		return sf
 	}
 	sf = &symFile{}
-	path, ok := m.Path, true
+	path, ok := openPath(pid, m), true
 	if m.IsVDSO() {
 		path, ok = vdso.Path(m.End - m.Start)
 	}

@@ -93,7 +93,16 @@ func (t *Tables) AddProcess(pid int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return t.addMappings(uint32(pid), ms, fmt.Sprintf("/proc/%d/root", pid))
+	root := fmt.Sprintf("/proc/%d/root", pid)
+	return t.addMappings(uint32(pid), ms, func(m procmaps.Mapping) string {
+		if m.Deleted {
+			// A file deleted or replaced since it was mapped (a
+			// program upgraded while it runs, or run from a memfd)
+			// is still there through the mapping itself.
+			return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		}
+		return root + m.Path
+	})
 }
 
 // AddMappings loads the tables of the executable mappings ms of process
@@ -105,17 +114,17 @@ func (t *Tables) AddProcess(pid int) (bool, error) {
 func (t *Tables) AddMappings(pid uint32, ms []procmaps.Mapping, root string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, err := t.addMappings(pid, ms, root)
+	_, err := t.addMappings(pid, ms, func(m procmaps.Mapping) string { return root + m.Path })
 	return err
 }
 
-// addMappings enters ms for pid, reporting whether any of their keys is
-// new.
-func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, root string) (bool, error) {
+// addMappings enters ms for pid, their files opened at path(m),
+// reporting whether any of their keys is new.
+func (t *Tables) addMappings(pid uint32, ms []procmaps.Mapping, path func(procmaps.Mapping) string) (bool, error) {
 	var errs []error
 	var added []procMapping
 	keys := map[string]bool{}
-	for _, m := range t.order(ms, root) {
+	for _, m := range t.order(ms, path) {
 		pm, err := t.addMapping(pid, m.Mapping, m.path)
 		if err != nil {
 			errs = append(errs, err)
@@ -209,7 +218,7 @@ type fileMapping struct {
 // at once), then the others smallest first, so that walks find as much
 // code as they can as soon as they can while a starting program's large
 // files load.
-func (t *Tables) order(ms []procmaps.Mapping, root string) []fileMapping {
+func (t *Tables) order(ms []procmaps.Mapping, path func(procmaps.Mapping) string) []fileMapping {
 	type cand struct {
 		m      fileMapping
 		loaded bool
@@ -220,7 +229,7 @@ func (t *Tables) order(ms []procmaps.Mapping, root string) []fileMapping {
 		if !m.Exec() {
 			continue
 		}
-		c := cand{m: fileMapping{m, root + m.Path}}
+		c := cand{m: fileMapping{m, path(m)}}
 		switch {
 		case m.IsFile():
 		case m.IsVDSO():
