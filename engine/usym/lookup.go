@@ -234,10 +234,11 @@ type Mapped struct {
 	BuildID    string // hex
 }
 
-// Mapping finds the file mapping of process pid that holds pc.
+// Mapping finds the file mapping of process pid that holds pc, or its
+// vDSO ("[vdso]", as perf names it, with the vDSO's build ID).
 func (s *Symbolizer) Mapping(pid int, pc uint64) (Mapped, bool) {
 	m, ok := s.mapping(pid, pc)
-	if !ok || !m.IsFile() {
+	if !ok || !m.IsFile() && !m.IsVDSO() {
 		return Mapped{}, false
 	}
 	out := Mapped{Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset}

@@ -220,3 +220,23 @@ func BenchmarkFramesInlined(b *testing.B) {
 		})
 	}
 }
+
+// TestMappingVDSO: an address in the vDSO has a mapping for profiles,
+// named [vdso] as perf names it, with its range and build ID.
+func TestMappingVDSO(t *testing.T) {
+	ms, err := procmaps.Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if !m.IsVDSO() {
+			continue
+		}
+		got, ok := New().Mapping(os.Getpid(), m.Start+0x10)
+		if !ok || got.Path != "[vdso]" || got.Start != m.Start || got.End != m.End || got.BuildID == "" {
+			t.Errorf("Mapping in the vDSO: %+v, %v; want [vdso] %#x-%#x with a build ID", got, ok, m.Start, m.End)
+		}
+		return
+	}
+	t.Skip("this process maps no vDSO")
+}

@@ -19,6 +19,7 @@ package elfsym
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -361,20 +362,40 @@ func parse(path string) (*File, error) {
 
 // buildID returns the GNU build ID note's descriptor, or nil.
 func buildID(ef *elf.File) []byte {
-	sec := ef.Section(".note.gnu.build-id")
-	if sec == nil {
-		return nil
+	// Linkers write it alone in .note.gnu.build-id; the kernel's vDSO
+	// among its other notes in .note.
+	for _, sec := range ef.Sections {
+		if sec.Type != elf.SHT_NOTE {
+			continue
+		}
+		b, err := sec.Data()
+		if err != nil {
+			continue
+		}
+		if id := gnuBuildID(b, ef.ByteOrder); id != nil {
+			return id
+		}
 	}
-	b, err := sec.Data()
-	if err != nil || len(b) < 16 {
-		return nil
-	}
-	order := ef.ByteOrder
-	namesz, descsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
-	desc := 12 + (namesz+3)&^3
+	return nil
+}
+
+// gnuBuildID finds the GNU build ID note among the notes b holds.
+func gnuBuildID(b []byte, order binary.ByteOrder) []byte {
 	const ntGNUBuildID = 3
-	if typ != ntGNUBuildID || uint64(desc)+uint64(descsz) > uint64(len(b)) {
-		return nil
+	for len(b) >= 12 {
+		namesz, descsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+		desc := 12 + (uint64(namesz)+3)&^3
+		next := desc + (uint64(descsz)+3)&^3
+		if desc+uint64(descsz) > uint64(len(b)) {
+			return nil
+		}
+		if typ == ntGNUBuildID && namesz == 4 && string(b[12:15]) == "GNU" {
+			return b[desc : desc+uint64(descsz)]
+		}
+		if next >= uint64(len(b)) {
+			return nil
+		}
+		b = b[next:]
 	}
-	return b[desc : desc+descsz]
+	return nil
 }
