@@ -329,7 +329,7 @@ func (e *Enabling) begin() error {
 	}
 	e.reportDrops()
 	e.stopRead = make(chan struct{})
-	if !e.polled() && e.s.opts.AggRate == 0 {
+	if e.wakesOnly() {
 		e.wake = newRingWait(e.coll.Maps[codegen.EventsMap])
 	}
 	e.consumer.Add(1)
@@ -348,6 +348,11 @@ func (e *Enabling) polled() bool {
 	return false
 }
 
+// wakesOnly says the consumer is woken for every record that can come
+// (exit, faults, unwind notices) and nothing asks it to read on time
+// (-x aggrate): it need not poll.
+func (e *Enabling) wakesOnly() bool { return !e.polled() && e.s.opts.AggRate == 0 }
+
 // stopWake interrupts the consumer's wait, once stopRead is closed.
 func (e *Enabling) stopWake() {
 	if e.wake != nil {
@@ -360,7 +365,7 @@ func (e *Enabling) stopWake() {
 func (e *Enabling) consume() {
 	defer e.consumer.Done()
 	wait := e.s.opts.SwitchRate
-	if !e.polled() && e.s.opts.AggRate == 0 {
+	if e.wakesOnly() {
 		// Only records that wake the reader (exit, faults, unwind
 		// notices) can come, and no -x aggrate asks for reads on time:
 		// dtrace's own default rate reports drops in time, and a

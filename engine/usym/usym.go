@@ -29,7 +29,6 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
-	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -281,7 +280,7 @@ func (s *Symbolizer) reread(pid int) bool {
 // or run from a memfd) through the mapping itself, while pid lives.
 func openPath(pid int, m procmaps.Mapping) string {
 	if m.Deleted {
-		return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+		return m.MapFile(pid)
 	}
 	return m.Path
 }

@@ -39,6 +39,14 @@ func (m Mapping) Exec() bool { return len(m.Perms) > 2 && m.Perms[2] == 'x' }
 // not a pseudo-path such as [heap] or [vdso]).
 func (m Mapping) IsFile() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
 
+// MapFile is where process pid's mapping m opens as a file, whether or
+// not its path still names it: a file deleted since it was mapped (a
+// program upgraded while it runs, or run from a memfd) is read there,
+// while the process lives.
+func (m Mapping) MapFile(pid int) string {
+	return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+}
+
 // IsVDSO reports whether the mapping is the kernel's virtual shared
 // object (see package vdso).
 func (m Mapping) IsVDSO() bool { return m.Path == "[vdso]" }

@@ -96,10 +96,7 @@ func (t *Tables) AddProcess(pid int) (bool, error) {
 	root := fmt.Sprintf("/proc/%d/root", pid)
 	return t.addMappings(uint32(pid), ms, func(m procmaps.Mapping) string {
 		if m.Deleted {
-			// A file deleted or replaced since it was mapped (a
-			// program upgraded while it runs, or run from a memfd)
-			// is still there through the mapping itself.
-			return fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+			return m.MapFile(pid)
 		}
 		return root + m.Path
 	})
