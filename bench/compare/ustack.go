@@ -136,17 +136,23 @@ func ustackCost() {
 	fmt.Printf("dstar/bpftrace for @[ustack()], 20 frames: %.3f (above each one's empty uprobe: %.1f ns vs %.1f ns)\n", d/bt, d-de, bt-be)
 }
 
+// lastID is the newest kernel object ID next walks through (programs',
+// or maps'): those made after it have greater IDs.
+func lastID[ID ~uint32](next func(ID) (ID, error)) ID {
+	var last ID
+	for {
+		id, err := next(last)
+		if err != nil {
+			return last
+		}
+		last = id
+	}
+}
+
 // progRuntimes follows the BPF programs of type typ made after the call,
 // until stop: the last run time the kernel reported for each.
 func progRuntimes(typ ebpf.ProgramType, stop <-chan struct{}) <-chan time.Duration {
-	var first ebpf.ProgramID
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			break
-		}
-		id, first = next, next
-	}
+	first := lastID(ebpf.ProgramGetNextID)
 	res := make(chan time.Duration, 1)
 	go func() {
 		seen := map[ebpf.ProgramID]time.Duration{}
@@ -316,14 +322,7 @@ func ustackMaps(first ebpf.MapID) map[string]*ebpf.Map {
 // reports each walker map holds (memlock; the rows array is allocated
 // whole when made).
 func tableMemory() {
-	var first ebpf.MapID
-	for id := ebpf.MapID(0); ; {
-		next, err := ebpf.MapGetNextID(id)
-		if err != nil {
-			break
-		}
-		id, first = next, next
-	}
+	first := lastID(ebpf.MapGetNextID)
 	cmd := exec.Command(*dstarBin, "-q", "-n", "profile-997 /pid == $target/ { @[ustack()] = count(); } tick-3s { exit(0); }",
 		"-c", "python3 -c '"+pyLoop+"'")
 	var out, errb bytes.Buffer
