@@ -162,11 +162,13 @@ int main(void) {
 `)
 	out := runStackTool(t, "profile", "-p", strconv.Itoa(pid), "-d", "3s", "-F", "997")
 	for _, s := range parseFolded(t, out) {
-		for _, f := range s.Frames[1:] {
-			// (Its last samples, as it exits, are cut short: its memory
-			// is going.)
-			if !strings.Contains(f, "`") && f != "[stack cut: unreadable]" {
-				t.Errorf("frame %q of %v is not named, or a cut", f, s.Frames)
+		for i, f := range s.Frames[1:] {
+			// Its last samples, as it exits, may be cut short, and
+			// marked so at the root: its memory is going, or its exit
+			// runs code without call-frame information (crt's
+			// destructor stubs).
+			if !strings.Contains(f, "`") && !(i == 0 && strings.HasPrefix(f, "[stack cut: ")) {
+				t.Errorf("frame %q of %v is not named, or not a cut marker at the root", f, s.Frames)
 			}
 		}
 	}
